@@ -1,0 +1,146 @@
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "model/tokenizer.h"
+#include "runtime/engine.h"
+#include "runtime/scoring.h"
+
+namespace ss::cli {
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+void on_sigint(int) { g_interrupted.store(true); }
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Most recent tokens only, so endless generation stays in constant memory.
+class RecentTokens {
+ public:
+  explicit RecentTokens(size_t keep) : keep_(keep > 0 ? keep : 1) {}
+  void push(int32_t t) {
+    v_.push_back(t);
+    if (v_.size() >= 2 * keep_) v_.erase(v_.begin(), v_.end() - static_cast<std::ptrdiff_t>(keep_));
+  }
+  std::span<const int32_t> last(size_t n) const {
+    n = std::min(n, v_.size());
+    return std::span<const int32_t>(v_).subspan(v_.size() - n);
+  }
+
+ private:
+  size_t keep_;
+  std::vector<int32_t> v_;
+};
+}  // namespace
+
+GenerateCommand::GenerateCommand(CLI::App& app) {
+  sub_ = app.add_subcommand("generate", "stream text from a model (endless with a sinks policy)");
+  model_.add(*sub_);
+  policy_.add(*sub_, false);
+  sub_->add_option("-p,--prompt", prompt_, "prompt text (default: start from BOS)");
+  sub_->add_option("-n,--n-predict", n_new_, "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
+  sub_->add_option("--temp", sampling_.temperature, "temperature (0 = greedy)")->capture_default_str();
+  sub_->add_option("--top-k", sampling_.top_k, "top-k (0 = off)")->capture_default_str();
+  sub_->add_option("--top-p", sampling_.top_p, "top-p (1 = off)")->capture_default_str();
+  sub_->add_option("--min-p", sampling_.min_p, "min-p (0 = off)")->capture_default_str();
+  sub_->add_option("--repeat-penalty", sampling_.repeat_penalty, "repetition penalty (1 = off)")->capture_default_str();
+  sub_->add_option("--repeat-last-n", sampling_.repeat_last_n, "tokens the penalty looks back")->capture_default_str();
+  sub_->add_option("--seed", sampling_.seed, "random seed")->capture_default_str();
+  sub_->add_flag("--ids", ids_, "print generated token ids, one per line, instead of text");
+  sub_->add_flag("--ignore-eos", ignore_eos_, "keep generating past end-of-sequence");
+  sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
+}
+
+int GenerateCommand::run() {
+  auto model_r = model_.load();
+  if (!model_r.ok()) {
+    std::fprintf(stderr, "error: %s\n", model_r.error().message.c_str());
+    return 1;
+  }
+  const auto model = model_r.value();
+  if (auto st = sampling_.validate(); !st.ok()) {
+    std::fprintf(stderr, "error: %s\n", st.error().message.c_str());
+    return 1;
+  }
+  auto pols = policy_.resolve(model->config.trained_context);
+  if (!pols.ok()) {
+    std::fprintf(stderr, "error: %s\n", pols.error().message.c_str());
+    return 1;
+  }
+  const KvPolicy policy = pols.value()[0];
+  const Tokenizer tok(model->vocab);
+  std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos);
+  if (prompt.empty()) prompt.push_back(model->vocab.bos >= 0 ? model->vocab.bos : 0);
+
+  EngineOptions eo;
+  eo.threads = model_.threads;
+  eo.max_chunk = policy_.chunk;
+  const int64_t budget = static_cast<int64_t>(prompt.size()) + (n_new_ > 0 ? n_new_ : 4 * model->config.trained_context);
+  const KvPolicy cache_policy = policy.kind == PolicyKind::Recompute ? KvPolicy::dense() : policy;
+  const int64_t cache_tokens = policy.kind == PolicyKind::Recompute ? policy.recompute_len : budget;
+  eo.kv_blocks = kv_blocks_ > 0 ? kv_blocks_ : blocks_needed(cache_policy, cache_tokens, eo.block_tokens, eo.max_chunk) + 1;
+  Engine engine(model, eo);
+
+  std::signal(SIGINT, on_sigint);
+  Sampler sampler(sampling_);
+  Detokenizer detok(tok);
+  RecentTokens recent(static_cast<size_t>(std::max<int64_t>(sampling_.repeat_last_n, policy.recompute_len)) + 1);
+  for (int32_t t : prompt) recent.push(t);
+  if (!ids_) {
+    for (int32_t t : prompt) std::fputs(detok.push(t).c_str(), stdout);
+    std::fflush(stdout);
+  }
+
+  SeqId seq = -1;
+  if (policy.kind != PolicyKind::Recompute) seq = engine.create_sequence(policy).value();
+  std::vector<std::vector<float>> logits;
+  auto step = [&](std::span<const int32_t> toks) -> Status {
+    if (policy.kind == PolicyKind::Recompute) {
+      SS_ASSIGN_OR_RETURN(auto lg, recompute_logits(engine, recent.last(static_cast<size_t>(policy.recompute_len))));
+      logits.assign(1, std::move(lg));
+      return ok_status();
+    }
+    const BatchItem item{seq, toks, false};
+    return engine.forward(std::span<const BatchItem>(&item, 1), logits);
+  };
+
+  const auto t0 = std::chrono::steady_clock::now();
+  if (auto st = step(prompt); !st.ok()) {
+    std::fprintf(stderr, "\nerror: %s\n", st.error().message.c_str());
+    return 1;
+  }
+  const double prefill_s = seconds_since(t0);
+  const auto t1 = std::chrono::steady_clock::now();
+  int64_t generated = 0;
+  int rc = 0;
+  while (!g_interrupted.load() && (n_new_ < 0 || generated < n_new_)) {
+    const int32_t next = sampler.sample(logits[0], recent.last(static_cast<size_t>(sampling_.repeat_last_n)));
+    if (!ignore_eos_ && model->vocab.is_eog(next)) break;
+    ++generated;
+    recent.push(next);
+    if (ids_) std::printf("%d\n", next);
+    else std::fputs(detok.push(next).c_str(), stdout);
+    std::fflush(stdout);
+    if (n_new_ >= 0 && generated >= n_new_) break;
+    const int32_t one[1] = {next};
+    if (auto st = step(one); !st.ok()) {
+      std::fprintf(stderr, "\nerror: %s\n", st.error().message.c_str());
+      rc = 1;
+      break;
+    }
+  }
+  const double decode_s = seconds_since(t1);
+  if (!ids_) std::fputs((detok.flush() + "\n").c_str(), stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr, "\n[sinkstream] policy %s | prefill %zu tok in %.3f s (%s tok/s) | decode %lld tok in %.3f s (%s tok/s)%s\n",
+               policy.name().c_str(), prompt.size(), prefill_s, format_rate(prompt.size() / std::max(prefill_s, 1e-9)).c_str(),
+               static_cast<long long>(generated), decode_s, format_rate(generated / std::max(decode_s, 1e-9)).c_str(),
+               g_interrupted.load() ? " | interrupted" : "");
+  return rc;
+}
+
+}  // namespace ss::cli

@@ -1,0 +1,63 @@
+#include "cli/common.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace ss::cli {
+
+std::string shared_dir() {
+  if (const char* e = std::getenv("SINKSTREAM_SHARED"); e && *e) return e;
+  return "../shared";
+}
+
+std::string default_model_path() {
+  if (const char* e = std::getenv("SINKSTREAM_MODEL"); e && *e) return e;
+  return shared_dir() + "/models/stories260K/stories260K.gguf";
+}
+
+void ModelFlags::add(CLI::App& app) {
+  model = default_model_path();
+  app.add_option("-m,--model", model, "model: .gguf, llama2.c .bin, or HF directory ($SINKSTREAM_MODEL)")
+      ->capture_default_str();
+  app.add_option("-z,--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: next to the model)");
+  app.add_option("-t,--threads", threads, "worker threads")->check(CLI::Range(1, 256))->capture_default_str();
+}
+
+Result<std::shared_ptr<const Model>> ModelFlags::load() const {
+  return load_model(ModelLoadOptions{model, tokenizer});
+}
+
+void PolicyFlags::add(CLI::App& app, bool many) {
+  if (many)
+    app.add_option("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L (repeatable)");
+  else
+    app.add_option("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L")->expected(1);
+  app.add_option("--sinks", sinks, "shorthand: sinks:S:W with --window")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--window", window, "shorthand: window size W")->check(CLI::Range(1, 1 << 24));
+  app.add_option("--chunk", chunk, "prefill chunk size (tokens per step)")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+}
+
+Result<std::vector<KvPolicy>> PolicyFlags::resolve(int64_t ctx) const {
+  std::vector<KvPolicy> out;
+  for (const auto& p : policies) {
+    SS_ASSIGN_OR_RETURN(auto pol, KvPolicy::parse(p, ctx));
+    out.push_back(pol);
+  }
+  if (sinks >= 0 || window >= 0) {
+    if (!policies.empty()) return make_error("use either --policy or --sinks/--window, not both");
+    const int64_t s = sinks >= 0 ? sinks : 4;
+    const int64_t w = window >= 0 ? window : ctx - s;
+    if (w < 1) return make_error("window must be >= 1");
+    out.push_back(KvPolicy::sinks_window(s, w));
+  }
+  if (out.empty()) out.push_back(KvPolicy::sinks_window(4, ctx > 8 ? ctx - 4 : 4));
+  return out;
+}
+
+std::string format_rate(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+}  // namespace ss::cli

@@ -1,0 +1,37 @@
+#pragma once
+// Shared CLI plumbing: default model paths, model loading flags, policy flags.
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kv/policy.h"
+#include "model/model.h"
+
+namespace ss::cli {
+
+// ../shared, or $SINKSTREAM_SHARED when set.
+std::string shared_dir();
+std::string default_model_path();
+
+struct ModelFlags {
+  std::string model;
+  std::string tokenizer;
+  int threads = 1;
+  void add(CLI::App& app);
+  Result<std::shared_ptr<const Model>> load() const;
+};
+
+struct PolicyFlags {
+  std::vector<std::string> policies;
+  int sinks = -1;
+  int window = -1;
+  int chunk = 64;
+  void add(CLI::App& app, bool many);
+  // Policies named by --policy (or --sinks/--window), defaulting to sinks:4:(ctx-4).
+  Result<std::vector<KvPolicy>> resolve(int64_t trained_context) const;
+};
+
+std::string format_rate(double per_second);
+
+}  // namespace ss::cli

@@ -1,0 +1,20 @@
+// sinkstream: endless LLM generation with attention sinks.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"sinkstream — LLM inference with attention sinks (StreamingLLM)"};
+  app.require_subcommand(1);
+  ss::cli::GenerateCommand generate(app);
+  ss::cli::PerplexityCommand perplexity(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (generate.selected()) return generate.run();
+  if (perplexity.selected()) return perplexity.run();
+  return 1;
+}

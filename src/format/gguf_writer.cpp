@@ -1,0 +1,131 @@
+#include "format/gguf_writer.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "util/check.h"
+
+namespace ss {
+
+namespace {
+template <typename T>
+void put(std::vector<uint8_t>& b, T v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  b.insert(b.end(), p, p + sizeof(T));
+}
+void put_str(std::vector<uint8_t>& b, const std::string& s) {
+  put<uint64_t>(b, s.size());
+  b.insert(b.end(), s.begin(), s.end());
+}
+// Value type codes from the GGUF spec.
+constexpr uint32_t kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kStr = 8, kArr = 9;
+}  // namespace
+
+void GgufWriter::set_string(const std::string& key, const std::string& v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kStr);
+  put_str(kv_blob_, v);
+  ++n_kv_;
+}
+void GgufWriter::set_u32(const std::string& key, uint32_t v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kU32);
+  put<uint32_t>(kv_blob_, v);
+  ++n_kv_;
+}
+void GgufWriter::set_i32(const std::string& key, int32_t v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kI32);
+  put<int32_t>(kv_blob_, v);
+  ++n_kv_;
+}
+void GgufWriter::set_f32(const std::string& key, float v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kF32);
+  put<float>(kv_blob_, v);
+  ++n_kv_;
+}
+void GgufWriter::set_bool(const std::string& key, bool v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kBool);
+  put<uint8_t>(kv_blob_, v ? 1 : 0);
+  ++n_kv_;
+}
+void GgufWriter::set_strings(const std::string& key, const std::vector<std::string>& v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kArr);
+  put<uint32_t>(kv_blob_, kStr);
+  put<uint64_t>(kv_blob_, v.size());
+  for (const auto& s : v) put_str(kv_blob_, s);
+  ++n_kv_;
+}
+void GgufWriter::set_f32s(const std::string& key, const std::vector<float>& v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kArr);
+  put<uint32_t>(kv_blob_, kF32);
+  put<uint64_t>(kv_blob_, v.size());
+  for (float f : v) put<float>(kv_blob_, f);
+  ++n_kv_;
+}
+void GgufWriter::set_i32s(const std::string& key, const std::vector<int32_t>& v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, kArr);
+  put<uint32_t>(kv_blob_, kI32);
+  put<uint64_t>(kv_blob_, v.size());
+  for (int32_t x : v) put<int32_t>(kv_blob_, x);
+  ++n_kv_;
+}
+
+void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne,
+                            const std::vector<float>& data) {
+  int64_t n = 1;
+  for (auto d : ne) n *= d;
+  SS_CHECK(static_cast<int64_t>(data.size()) == n);
+  Tensor t{name, type, std::move(ne), {}};
+  const int64_t rows = n / t.ne[0];
+  const size_t rb = row_bytes(type, t.ne[0]);
+  t.data.resize(rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) quantize_row(type, data.data() + r * t.ne[0], t.data.data() + r * rb, t.ne[0]);
+  tensors_.push_back(std::move(t));
+}
+
+std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
+  std::vector<uint8_t> b;
+  put<uint32_t>(b, 0x46554747u);
+  put<uint32_t>(b, 3);
+  put<uint64_t>(b, tensors_.size());
+  put<uint64_t>(b, n_kv_ + 1);
+  b.insert(b.end(), kv_blob_.begin(), kv_blob_.end());
+  put_str(b, "general.alignment");
+  put<uint32_t>(b, kU32);
+  put<uint32_t>(b, alignment);
+  uint64_t offset = 0;
+  std::vector<uint64_t> offsets;
+  for (const auto& t : tensors_) {
+    put_str(b, t.name);
+    put<uint32_t>(b, static_cast<uint32_t>(t.ne.size()));
+    for (auto d : t.ne) put<uint64_t>(b, static_cast<uint64_t>(d));
+    put<uint32_t>(b, static_cast<uint32_t>(t.type));
+    put<uint64_t>(b, offset);
+    offsets.push_back(offset);
+    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+  }
+  while (b.size() % alignment) b.push_back(0);
+  const size_t base = b.size();
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    b.resize(base + offsets[i]);
+    b.insert(b.end(), tensors_[i].data.begin(), tensors_[i].data.end());
+  }
+  return b;
+}
+
+Status GgufWriter::write(const std::string& path) const {
+  const auto b = bytes();
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return make_error(path + ": cannot create");
+  const bool ok = std::fwrite(b.data(), 1, b.size(), f) == b.size();
+  if (std::fclose(f) != 0 || !ok) return make_error(path + ": write failed");
+  return ok_status();
+}
+
+}  // namespace ss

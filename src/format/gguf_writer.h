@@ -1,0 +1,42 @@
+#pragma once
+// Writes GGUF v3 files: used by tests and benchmarks to build small models.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/ggml_types.h"
+#include "util/result.h"
+
+namespace ss {
+
+class GgufWriter {
+ public:
+  void set_string(const std::string& key, const std::string& v);
+  void set_u32(const std::string& key, uint32_t v);
+  void set_i32(const std::string& key, int32_t v);
+  void set_f32(const std::string& key, float v);
+  void set_bool(const std::string& key, bool v);
+  void set_strings(const std::string& key, const std::vector<std::string>& v);
+  void set_f32s(const std::string& key, const std::vector<float>& v);
+  void set_i32s(const std::string& key, const std::vector<int32_t>& v);
+
+  // ne[0] is the row length; data holds ne[0]*ne[1]*... floats, stored as `type`.
+  void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne,
+                  const std::vector<float>& data);
+
+  std::vector<uint8_t> bytes(uint32_t alignment = 32) const;
+  Status write(const std::string& path) const;
+
+ private:
+  struct Tensor {
+    std::string name;
+    GgmlType type;
+    std::vector<int64_t> ne;
+    std::vector<uint8_t> data;
+  };
+  std::vector<uint8_t> kv_blob_;
+  uint64_t n_kv_ = 0;
+  std::vector<Tensor> tensors_;
+};
+
+}  // namespace ss

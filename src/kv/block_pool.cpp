@@ -1,0 +1,39 @@
+#include "kv/block_pool.h"
+
+#include "util/check.h"
+
+namespace ss {
+
+BlockPool::BlockPool(const BlockPoolConfig& cfg) : cfg_(cfg) {
+  SS_CHECK(cfg.n_blocks >= 0 && cfg.block_tokens > 0 && cfg.n_layers > 0 && cfg.kv_dim > 0);
+  layer_half_ = static_cast<size_t>(cfg.block_tokens) * static_cast<size_t>(cfg.kv_dim);
+  block_floats_ = layer_half_ * 2 * static_cast<size_t>(cfg.n_layers);
+  data_.assign(block_floats_ * static_cast<size_t>(cfg.n_blocks), 0.0f);
+  refs_.assign(static_cast<size_t>(cfg.n_blocks), 0);
+  for (int i = cfg.n_blocks - 1; i >= 0; --i) free_.push_back(i);
+}
+
+std::optional<BlockId> BlockPool::allocate() {
+  if (free_.empty()) return std::nullopt;
+  const BlockId id = free_.back();
+  free_.pop_back();
+  refs_[static_cast<size_t>(id)] = 1;
+  return id;
+}
+
+void BlockPool::retain(BlockId id) {
+  SS_CHECK(id >= 0 && id < cfg_.n_blocks && refs_[static_cast<size_t>(id)] > 0);
+  ++refs_[static_cast<size_t>(id)];
+}
+
+void BlockPool::release(BlockId id) {
+  SS_CHECK(id >= 0 && id < cfg_.n_blocks && refs_[static_cast<size_t>(id)] > 0);
+  if (--refs_[static_cast<size_t>(id)] == 0) free_.push_back(id);
+}
+
+float* BlockPool::base(BlockId id, int layer) {
+  SS_CHECK(id >= 0 && id < cfg_.n_blocks && layer >= 0 && layer < cfg_.n_layers);
+  return data_.data() + static_cast<size_t>(id) * block_floats_ + static_cast<size_t>(layer) * 2 * layer_half_;
+}
+
+}  // namespace ss

@@ -1,0 +1,55 @@
+#pragma once
+// Where KV lives: a preallocated pool of fixed-size blocks. Each block holds
+// `block_tokens` tokens of K and V for every layer:
+//   data[block][layer][K|V][token][kv_dim]
+// Blocks are reference-counted so a read-only prefix (shared sinks) can be
+// held by several sequences. Running out is a value (nullopt), never an abort.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace ss {
+
+using BlockId = int32_t;
+
+struct BlockPoolConfig {
+  int n_blocks = 0;
+  int block_tokens = 16;
+  int n_layers = 0;
+  int kv_dim = 0;
+};
+
+class BlockPool {
+ public:
+  explicit BlockPool(const BlockPoolConfig& cfg);
+
+  std::optional<BlockId> allocate();
+  void retain(BlockId id);
+  void release(BlockId id);
+
+  int block_tokens() const { return cfg_.block_tokens; }
+  int total_blocks() const { return cfg_.n_blocks; }
+  int free_blocks() const { return static_cast<int>(free_.size()); }
+  int used_blocks() const { return total_blocks() - free_blocks(); }
+  int refcount(BlockId id) const { return refs_[static_cast<size_t>(id)]; }
+  size_t bytes() const { return data_.size() * sizeof(float); }
+  size_t block_bytes() const { return block_floats_ * sizeof(float); }
+
+  // K or V rows of one block and layer: [block_tokens x kv_dim].
+  float* k(BlockId id, int layer) { return base(id, layer); }
+  float* v(BlockId id, int layer) { return base(id, layer) + layer_half_; }
+  const float* k(BlockId id, int layer) const { return const_cast<BlockPool*>(this)->base(id, layer); }
+  const float* v(BlockId id, int layer) const { return const_cast<BlockPool*>(this)->base(id, layer) + layer_half_; }
+
+ private:
+  float* base(BlockId id, int layer);
+
+  BlockPoolConfig cfg_;
+  size_t layer_half_;    // floats of K (or V) per layer per block
+  size_t block_floats_;  // floats per block
+  std::vector<float> data_;
+  std::vector<int> refs_;
+  std::vector<BlockId> free_;  // LIFO
+};
+
+}  // namespace ss

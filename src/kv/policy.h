@@ -1,0 +1,43 @@
+#pragma once
+// Which tokens survive in a sequence's KV cache (STREAMING.md "Policies").
+// Pure arithmetic on text indices: no storage, no positions.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "util/result.h"
+
+namespace ss {
+
+enum class PolicyKind { Dense, Window, Sinks, Recompute };
+
+struct KvPolicy {
+  PolicyKind kind = PolicyKind::Dense;
+  int64_t sinks = 0;          // S: first tokens kept for ever
+  int64_t window = 0;         // W: most recent tokens kept (0 = unbounded, dense)
+  int64_t recompute_len = 0;  // L for recompute
+
+  // "dense", "window:W", "sinks:S:W", "recompute:L". `trained_context` gives
+  // the defaults "sinks" = sinks:4:(ctx-4), "window" = window:ctx, "recompute" = recompute:ctx.
+  static Result<KvPolicy> parse(std::string_view spec, int64_t trained_context);
+  static KvPolicy dense() { return {}; }
+  static KvPolicy sinks_window(int64_t s, int64_t w);
+
+  std::string name() const;
+  bool bounded() const { return kind == PolicyKind::Window || kind == PolicyKind::Sinks; }
+
+  // Is key (text index) still in the cache when query (text index) attends?
+  // Valid for key <= query.
+  bool visible(int64_t key, int64_t query) const {
+    if (!bounded()) return true;
+    return key < sinks || key >= query - window;
+  }
+  // First window key a query sees (keys below it and >= sinks are evicted).
+  int64_t first_window_key(int64_t query) const {
+    if (!bounded()) return sinks;
+    const int64_t w0 = query - window;
+    return w0 > sinks ? w0 : sinks;
+  }
+};
+
+}  // namespace ss

@@ -1,0 +1,81 @@
+#include "kv/sequence_kv.h"
+
+#include "util/check.h"
+
+namespace ss {
+
+SequenceKv::SequenceKv(BlockPool& pool, const KvPolicy& policy, int max_chunk)
+    : pool_(pool), policy_(policy), max_chunk_(max_chunk) {
+  SS_CHECK(max_chunk > 0);
+  const int64_t B = pool.block_tokens();
+  if (policy_.bounded()) {
+    ring_tokens_ = (policy_.window + max_chunk + B - 1) / B * B;
+    window_blocks_.assign(static_cast<size_t>(ring_tokens_ / B), -1);
+  }
+  sink_blocks_.assign(static_cast<size_t>((policy_.sinks + B - 1) / B), -1);
+}
+
+SequenceKv::~SequenceKv() {
+  for (BlockId b : sink_blocks_)
+    if (b >= 0) pool_.release(b);
+  for (BlockId b : window_blocks_)
+    if (b >= 0) pool_.release(b);
+}
+
+int64_t SequenceKv::cached_entries() const {
+  if (!policy_.bounded()) return n_seen_;
+  const int64_t cap = policy_.sinks + policy_.window;
+  return n_seen_ < cap ? n_seen_ : cap;
+}
+
+int SequenceKv::blocks_held() const {
+  int n = 0;
+  for (BlockId b : sink_blocks_) n += b >= 0;
+  for (BlockId b : window_blocks_) n += b >= 0;
+  return n;
+}
+
+BlockId* SequenceKv::block_for(int64_t u) {
+  const int64_t B = pool_.block_tokens();
+  if (u < policy_.sinks) return &sink_blocks_[static_cast<size_t>(u / B)];
+  int64_t r = u - policy_.sinks;
+  if (ring_tokens_ > 0) r %= ring_tokens_;
+  const auto idx = static_cast<size_t>(r / B);
+  if (idx >= window_blocks_.size()) window_blocks_.resize(idx + 1, -1);
+  return &window_blocks_[idx];
+}
+
+Status SequenceKv::reserve(int64_t n) {
+  SS_CHECK(n >= 0);
+  SS_CHECK_MSG(!policy_.bounded() || n <= max_chunk_, "chunk larger than the ring was sized for");
+  for (int64_t u = n_seen_; u < n_seen_ + n; ++u) {
+    BlockId* b = block_for(u);
+    if (*b >= 0) continue;
+    auto id = pool_.allocate();
+    if (!id) return make_error("KV cache full: no free block in the pool (" + std::to_string(pool_.total_blocks()) +
+                               " blocks of " + std::to_string(pool_.block_tokens()) + " tokens)");
+    *b = *id;
+  }
+  return ok_status();
+}
+
+void SequenceKv::advance(int64_t n) { n_seen_ += n; }
+
+KvSlot SequenceKv::slot(int64_t u) const {
+  const int64_t B = pool_.block_tokens();
+  BlockId b;
+  int64_t r;
+  if (u < policy_.sinks) {
+    b = sink_blocks_[static_cast<size_t>(u / B)];
+    r = u;
+  } else {
+    r = u - policy_.sinks;
+    if (ring_tokens_ > 0) r %= ring_tokens_;
+    SS_CHECK(static_cast<size_t>(r / B) < window_blocks_.size());
+    b = window_blocks_[static_cast<size_t>(r / B)];
+  }
+  SS_CHECK(b >= 0);
+  return {b, static_cast<int>(r % B)};
+}
+
+}  // namespace ss

@@ -1,0 +1,57 @@
+#pragma once
+// One sequence's block table. The first S tokens live in pinned sink blocks;
+// the window is a ring of blocks (bounded policies) or a growing list (dense).
+// A token's slot is a pure function of its text index, so eviction never
+// copies or moves KV: a ring slot is simply overwritten once its token has
+// left the window.
+#include <cstdint>
+#include <vector>
+
+#include "kv/block_pool.h"
+#include "kv/policy.h"
+#include "util/result.h"
+
+namespace ss {
+
+struct KvSlot {
+  BlockId block;
+  int offset;  // token row within the block
+};
+
+class SequenceKv {
+ public:
+  // max_chunk: most tokens appended before the cache is cut back (a prefill
+  // chunk); the ring holds W + max_chunk tokens so a chunk never overwrites a
+  // token that one of its own queries still needs.
+  SequenceKv(BlockPool& pool, const KvPolicy& policy, int max_chunk);
+  ~SequenceKv();
+  SequenceKv(const SequenceKv&) = delete;
+  SequenceKv& operator=(const SequenceKv&) = delete;
+
+  const KvPolicy& policy() const { return policy_; }
+  int max_chunk() const { return max_chunk_; }
+  int64_t n_seen() const { return n_seen_; }
+  // Entries a query at the next text index would see before its own (the
+  // cache's size between steps): min(n_seen, S + W) for bounded policies.
+  int64_t cached_entries() const;
+  int blocks_held() const;
+
+  // Makes room for text indices [n_seen, n_seen + n). Fails (and leaves the
+  // sequence usable) when the pool has no free block.
+  Status reserve(int64_t n);
+  void advance(int64_t n);
+  KvSlot slot(int64_t text_index) const;
+
+ private:
+  BlockId* block_for(int64_t text_index);
+
+  BlockPool& pool_;
+  KvPolicy policy_;
+  int max_chunk_;
+  int64_t n_seen_ = 0;
+  int64_t ring_tokens_ = 0;  // 0: unbounded list
+  std::vector<BlockId> sink_blocks_;
+  std::vector<BlockId> window_blocks_;  // -1 = not yet allocated
+};
+
+}  // namespace ss

@@ -1,0 +1,51 @@
+#pragma once
+// A loaded model: immutable config, vocabulary and weight views (into mapped
+// files or owned buffers, kept alive here).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/tensor.h"
+#include "model/config.h"
+#include "model/vocab.h"
+#include "util/result.h"
+
+namespace ss {
+
+struct LayerWeights {
+  TensorView attn_norm;       // [dim]
+  TensorView wq, wk, wv, wo;  // [q_dim x dim], [kv_dim x dim], [kv_dim x dim], [dim x q_dim]
+  TensorView bq, bk, bv;      // optional biases (Qwen2)
+  TensorView ffn_norm;        // [dim]
+  TensorView w_gate, w_up;    // [hidden x dim]
+  TensorView w_down;          // [dim x hidden]
+};
+
+struct Model {
+  ModelConfig config;
+  Vocab vocab;
+  TensorView tok_embd;     // [n_vocab x dim]
+  TensorView output_norm;  // [dim]
+  TensorView output;       // [n_vocab x dim]
+  std::vector<LayerWeights> layers;
+  std::string source;  // path it was loaded from
+  std::vector<std::shared_ptr<const void>> keep_alive;
+};
+
+struct ModelLoadOptions {
+  std::string path;            // .gguf, llama2.c .bin, or an HF model directory
+  std::string tokenizer_path;  // llama2.c tokenizer.bin (optional: looked up beside the model)
+};
+
+// Detects the format from the path and loads model and tokenizer vocabulary.
+Result<std::shared_ptr<const Model>> load_model(const ModelLoadOptions& opts);
+
+// Per-format loaders (used by load_model and by tests).
+Result<std::shared_ptr<Model>> load_gguf_model(const std::string& path);
+Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const std::string& tokenizer_path);
+Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir);
+
+// Checks that every tensor has the shape the config implies.
+Status validate_model(const Model& m);
+
+}  // namespace ss

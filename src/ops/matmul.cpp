@@ -1,0 +1,69 @@
+#include "ops/matmul.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ss {
+
+float dot_f32(const float* a, const float* b, int n) {
+  // Eight independent partial sums let the compiler vectorise without -ffast-math.
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+namespace {
+// Below this many multiply-adds per part, splitting costs more than it saves.
+constexpr int64_t kMinWorkPerPart = 1 << 16;
+
+void matmul_rows(const TensorView& w, const float* x, int n, float* y, int64_t r0, int64_t r1) {
+  const int64_t cols = w.ne0, rows = w.ne1;
+  if (w.type == GgmlType::F32) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* wr = w.f32() + r * cols;
+      for (int t = 0; t < n; ++t) y[t * rows + r] = dot_f32(wr, x + t * cols, static_cast<int>(cols));
+    }
+    return;
+  }
+  thread_local std::vector<float> buf;
+  buf.resize(static_cast<size_t>(cols));
+  for (int64_t r = r0; r < r1; ++r) {
+    dequantize_row(w.type, w.row(r), buf.data(), cols);
+    for (int t = 0; t < n; ++t) y[t * rows + r] = dot_f32(buf.data(), x + t * cols, static_cast<int>(cols));
+  }
+}
+}  // namespace
+
+void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool) {
+  const int64_t work = w.ne0 * w.ne1 * n;
+  const int parts = static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
+  if (parts == 1) {
+    matmul_rows(w, x, n, y, 0, w.ne1);
+    return;
+  }
+  pool.parallel_for(static_cast<size_t>(w.ne1), [&](size_t b, size_t e) {
+    matmul_rows(w, x, n, y, static_cast<int64_t>(b), static_cast<int64_t>(e));
+  }, parts);
+}
+
+void matmul_reference(const TensorView& w, const float* x, int n, float* y) {
+  std::vector<float> row(static_cast<size_t>(w.ne0));
+  for (int64_t r = 0; r < w.ne1; ++r) {
+    dequantize_row(w.type, w.row(r), row.data(), w.ne0);
+    for (int t = 0; t < n; ++t) {
+      double s = 0;
+      for (int64_t c = 0; c < w.ne0; ++c) s += static_cast<double>(row[c]) * x[t * w.ne0 + c];
+      y[t * w.ne1 + r] = static_cast<float>(s);
+    }
+  }
+}
+
+void embedding_row(const TensorView& table, int64_t row, float* out) {
+  dequantize_row(table.type, table.row(row), out, table.ne0);
+}
+
+}  // namespace ss

@@ -1,0 +1,249 @@
+#include "runtime/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kv/positions.h"
+#include "ops/activations.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "util/check.h"
+
+namespace ss {
+
+int blocks_needed(const KvPolicy& policy, int64_t tokens, int block_tokens, int max_chunk) {
+  const int64_t B = block_tokens;
+  if (policy.bounded())
+    return static_cast<int>((policy.sinks + B - 1) / B + (policy.window + max_chunk + B - 1) / B);
+  return static_cast<int>((tokens + B - 1) / B);
+}
+
+Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
+    : model_(std::move(model)),
+      opts_(opts),
+      pool_(BlockPoolConfig{opts.kv_blocks, opts.block_tokens, model_->config.n_layers, model_->config.kv_dim()}),
+      threads_(opts.threads),
+      rope_(model_->config.rope_dim, model_->config.rope_base) {
+  SS_CHECK(opts.max_chunk > 0);
+}
+
+Result<SeqId> Engine::create_sequence(const KvPolicy& policy) {
+  if (policy.kind == PolicyKind::Recompute)
+    return make_error("policy " + policy.name() + " is evaluated by re-running the window; it has no cache");
+  const SeqId id = next_id_++;
+  seqs_[id] = std::make_unique<SequenceKv>(pool_, policy, opts_.max_chunk);
+  return id;
+}
+
+void Engine::free_sequence(SeqId id) { seqs_.erase(id); }
+
+const SequenceKv* Engine::sequence(SeqId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+Status Engine::forward(std::span<const BatchItem> items, std::vector<std::vector<float>>& logits) {
+  const int n_vocab = config().n_vocab;
+  for (const auto& it : items) {
+    if (!seqs_.count(it.seq)) return make_error("unknown sequence " + std::to_string(it.seq));
+    if (it.tokens.empty()) return make_error("empty token list for sequence " + std::to_string(it.seq));
+    for (int32_t t : it.tokens)
+      if (t < 0 || t >= n_vocab)
+        return make_error("token id " + std::to_string(t) + " out of range [0, " + std::to_string(n_vocab) + ")");
+  }
+  for (size_t i = 0; i < items.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (items[i].seq == items[j].seq) return make_error("sequence " + std::to_string(items[i].seq) + " appears twice in one batch");
+  logits.assign(items.size(), {});
+  for (size_t i = 0; i < items.size(); ++i)
+    logits[i].assign(static_cast<size_t>(items[i].all_logits ? items[i].tokens.size() : 1) * n_vocab, 0.0f);
+
+  // Rounds: each takes up to max_chunk tokens of every unfinished item.
+  std::vector<size_t> done(items.size(), 0);
+  std::vector<RoundPart> parts;
+  for (;;) {
+    parts.clear();
+    for (size_t i = 0; i < items.size(); ++i) {
+      const size_t n = items[i].tokens.size();
+      if (done[i] >= n) continue;
+      const int count = static_cast<int>(std::min<size_t>(n - done[i], static_cast<size_t>(opts_.max_chunk)));
+      const bool last = done[i] + count == n;
+      float* out = nullptr;
+      if (items[i].all_logits) out = logits[i].data() + done[i] * n_vocab;
+      else if (last) out = logits[i].data();
+      parts.push_back({seqs_[items[i].seq].get(), items[i].tokens.data() + done[i], count, out, items[i].all_logits, last});
+      done[i] += count;
+    }
+    if (parts.empty()) break;
+    for (auto& p : parts) SS_TRY(p.seq->reserve(p.count));
+    run_round(parts);
+  }
+  return ok_status();
+}
+
+void Engine::run_round(std::span<RoundPart> parts) {
+  const auto& c = config();
+  const Model& m = *model_;
+  int T = 0;
+  for (const auto& p : parts) T += p.count;
+  const int dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), hid = c.hidden_dim, pairs = c.rope_dim / 2;
+  auto sz = [&](int w) { return static_cast<size_t>(T) * static_cast<size_t>(w); };
+  x_.resize(sz(dim));
+  xb_.resize(sz(dim));
+  tmp_.resize(sz(dim));
+  q_.resize(sz(qd));
+  qs_.resize(sz(qd));
+  att_.resize(sz(qd));
+  k_.resize(sz(kvd));
+  v_.resize(sz(kvd));
+  hb_.resize(sz(hid));
+  hb2_.resize(sz(hid));
+  cos_t_.resize(sz(pairs));
+  sin_t_.resize(sz(pairs));
+  cos_c_.resize(sz(pairs));
+  sin_c_.resize(sz(pairs));
+  tok_seq_.resize(static_cast<size_t>(T));
+  tok_pos_.resize(static_cast<size_t>(T));
+  tok_has_sink_q_.resize(static_cast<size_t>(T));
+
+  int i = 0;
+  for (const auto& p : parts) {
+    for (int j = 0; j < p.count; ++j, ++i) {
+      const int64_t t = p.seq->n_seen() + j;
+      tok_seq_[i] = p.seq;
+      tok_pos_[i] = t;
+      embedding_row(m.tok_embd, p.tokens[j], x_.data() + static_cast<size_t>(i) * dim);
+      rope_.angles(t, cos_t_.data() + static_cast<size_t>(i) * pairs, sin_t_.data() + static_cast<size_t>(i) * pairs);
+      const KvPolicy& pol = p.seq->policy();
+      const bool sink_q = pol.sinks > 0 && position_offset(pol, t) > 0;
+      tok_has_sink_q_[i] = sink_q;
+      if (sink_q)
+        rope_.angles(query_cache_position(pol, t), cos_c_.data() + static_cast<size_t>(i) * pairs,
+                     sin_c_.data() + static_cast<size_t>(i) * pairs);
+    }
+  }
+
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LayerWeights& L = m.layers[static_cast<size_t>(l)];
+    for (int t = 0; t < T; ++t)
+      rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.attn_norm.f32(), dim, c.rms_eps, xb_.data() + static_cast<size_t>(t) * dim);
+    matmul(L.wq, xb_.data(), T, q_.data(), threads_);
+    matmul(L.wk, xb_.data(), T, k_.data(), threads_);
+    matmul(L.wv, xb_.data(), T, v_.data(), threads_);
+    if (c.qkv_bias) {
+      for (int t = 0; t < T; ++t) {
+        for (int d = 0; d < qd; ++d) q_[static_cast<size_t>(t) * qd + d] += L.bq.f32()[d];
+        for (int d = 0; d < kvd; ++d) {
+          k_[static_cast<size_t>(t) * kvd + d] += L.bk.f32()[d];
+          v_[static_cast<size_t>(t) * kvd + d] += L.bv.f32()[d];
+        }
+      }
+    }
+    for (int t = 0; t < T; ++t) {
+      const float* ct = cos_t_.data() + static_cast<size_t>(t) * pairs;
+      const float* st = sin_t_.data() + static_cast<size_t>(t) * pairs;
+      float* kt = k_.data() + static_cast<size_t>(t) * kvd;
+      rope_apply(kt, c.n_kv_heads, c.head_dim, pairs, ct, st, c.rope_style);
+      const KvSlot s = tok_seq_[t]->slot(tok_pos_[t]);
+      std::memcpy(pool_.k(s.block, l) + static_cast<size_t>(s.offset) * kvd, kt, sizeof(float) * kvd);
+      std::memcpy(pool_.v(s.block, l) + static_cast<size_t>(s.offset) * kvd, v_.data() + static_cast<size_t>(t) * kvd,
+                  sizeof(float) * kvd);
+      float* qt = q_.data() + static_cast<size_t>(t) * qd;
+      if (tok_has_sink_q_[t]) {
+        float* qst = qs_.data() + static_cast<size_t>(t) * qd;
+        std::memcpy(qst, qt, sizeof(float) * qd);
+        rope_apply(qst, c.n_heads, c.head_dim, pairs, cos_c_.data() + static_cast<size_t>(t) * pairs,
+                   sin_c_.data() + static_cast<size_t>(t) * pairs, c.rope_style);
+      }
+      rope_apply(qt, c.n_heads, c.head_dim, pairs, ct, st, c.rope_style);
+    }
+    attention(l, T);
+    matmul(L.wo, att_.data(), T, tmp_.data(), threads_);
+    for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
+    for (int t = 0; t < T; ++t)
+      rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.ffn_norm.f32(), dim, c.rms_eps, xb_.data() + static_cast<size_t>(t) * dim);
+    matmul(L.w_gate, xb_.data(), T, hb_.data(), threads_);
+    matmul(L.w_up, xb_.data(), T, hb2_.data(), threads_);
+    swiglu(hb_.data(), hb2_.data(), T * hid, hb_.data());
+    matmul(L.w_down, hb_.data(), T, tmp_.data(), threads_);
+    for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
+  }
+
+  // Logits only for the rows that need them, as one batched matmul.
+  std::vector<int> rows;
+  std::vector<float*> outs;
+  i = 0;
+  for (const auto& p : parts) {
+    for (int j = 0; j < p.count; ++j, ++i) {
+      if (p.all_logits) {
+        rows.push_back(i);
+        outs.push_back(p.logits + static_cast<size_t>(j) * c.n_vocab);
+      } else if (p.last_of_item && j == p.count - 1) {
+        rows.push_back(i);
+        outs.push_back(p.logits);
+      }
+    }
+  }
+  if (!rows.empty()) {
+    const int R = static_cast<int>(rows.size());
+    std::vector<float> normed(static_cast<size_t>(R) * dim);
+    for (int r = 0; r < R; ++r)
+      rms_norm(x_.data() + static_cast<size_t>(rows[r]) * dim, m.output_norm.f32(), dim, c.rms_eps,
+               normed.data() + static_cast<size_t>(r) * dim);
+    std::vector<float> lg(static_cast<size_t>(R) * c.n_vocab);
+    matmul(m.output, normed.data(), R, lg.data(), threads_);
+    for (int r = 0; r < R; ++r)
+      std::memcpy(outs[r], lg.data() + static_cast<size_t>(r) * c.n_vocab, sizeof(float) * c.n_vocab);
+  }
+  for (const auto& p : parts) p.seq->advance(p.count);
+}
+
+void Engine::attention(int layer, int T) {
+  const auto& c = config();
+  const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
+  const int group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int64_t work = 0;
+  for (int t = 0; t < T; ++t) work += std::min<int64_t>(tok_seq_[t]->cached_entries() + t + 1, tok_pos_[t] + 1);
+  work *= static_cast<int64_t>(qd) * 2;
+  const int parts = static_cast<int>(std::clamp<int64_t>(work / (1 << 16), 1, threads_.size()));
+
+  auto run = [&](size_t begin, size_t end) {
+    thread_local std::vector<float> scores;
+    for (size_t task = begin; task < end; ++task) {
+      const int t = static_cast<int>(task / static_cast<size_t>(c.n_heads));
+      const int h = static_cast<int>(task % static_cast<size_t>(c.n_heads));
+      const SequenceKv& seq = *tok_seq_[t];
+      const KvPolicy& pol = seq.policy();
+      const int64_t pos = tok_pos_[t];
+      const int kvh = h / group;
+      const float* qt = q_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
+      const float* qsink = tok_has_sink_q_[t] ? qs_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd : qt;
+      const int64_t n_sinks = std::min<int64_t>(pol.sinks, pos + 1);
+      const int64_t w0 = pol.first_window_key(pos);
+      const int64_t n_win = pos >= w0 ? pos - w0 + 1 : 0;
+      const auto n = static_cast<size_t>(n_sinks + n_win);
+      scores.resize(n);
+      auto key_of = [&](size_t j) { return j < static_cast<size_t>(n_sinks) ? static_cast<int64_t>(j) : w0 + static_cast<int64_t>(j) - n_sinks; };
+      for (size_t j = 0; j < n; ++j) {
+        const int64_t u = key_of(j);
+        const KvSlot s = seq.slot(u);
+        const float* kr = pool_.k(s.block, layer) + static_cast<size_t>(s.offset) * kvd + static_cast<size_t>(kvh) * hd;
+        scores[j] = dot_f32(u < n_sinks ? qsink : qt, kr, hd) * scale;
+      }
+      softmax_inplace(scores.data(), static_cast<int>(n));
+      float* out = att_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
+      std::fill(out, out + hd, 0.0f);
+      for (size_t j = 0; j < n; ++j) {
+        const KvSlot s = seq.slot(key_of(j));
+        const float* vr = pool_.v(s.block, layer) + static_cast<size_t>(s.offset) * kvd + static_cast<size_t>(kvh) * hd;
+        const float p = scores[j];
+        for (int d = 0; d < hd; ++d) out[d] += p * vr[d];
+      }
+    }
+  };
+  threads_.parallel_for(static_cast<size_t>(T) * static_cast<size_t>(c.n_heads), run, parts);
+}
+
+}  // namespace ss

@@ -1,0 +1,26 @@
+#pragma once
+// Per-token negative log-likelihood of a token stream under a KV policy,
+// fed exactly as STREAMING.md's evaluation does.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "kv/policy.h"
+#include "runtime/engine.h"
+#include "util/result.h"
+
+namespace ss {
+
+// Called after each scored chunk with (tokens scored so far, total).
+using ScoreProgress = std::function<void(int64_t, int64_t)>;
+
+// nll[i] = -ln p(tokens[i+1] | stream up to i), i = 0 .. N-2.
+Result<std::vector<double>> score_tokens(Engine& engine, std::span<const int32_t> tokens, const KvPolicy& policy,
+                                         const ScoreProgress& progress = {});
+
+// Logits for the last token of a fresh dense forward over `window` (the
+// recompute baseline): positions 0 .. window.size()-1.
+Result<std::vector<float>> recompute_logits(Engine& engine, std::span<const int32_t> window);
+
+}  // namespace ss
