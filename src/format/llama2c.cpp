@@ -89,7 +89,9 @@ Result<Llama2cVocab> parse_llama2c_tokenizer(std::span<const uint8_t> bytes, con
   if (!r.read(v.max_token_length)) return make_error(path + ": truncated tokenizer.bin header");
   if (v.max_token_length == 0 || v.max_token_length > 4096)
     return make_error(path + ": invalid max_token_length " + std::to_string(v.max_token_length));
-  for (int32_t i = 0; i < vocab_size; ++i) {
+  // vocab_size < 0: read entries until the end of the file.
+  for (int32_t i = 0; vocab_size < 0 ? r.remaining() > 0 : i < vocab_size; ++i) {
+    if (i >= (1 << 24)) return make_error(path + ": implausibly many tokenizer entries");
     float score;
     int32_t len;
     if (!r.read(score) || !r.read(len))

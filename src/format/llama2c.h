@@ -36,7 +36,8 @@ struct Llama2cVocab {
   std::vector<float> scores;
 };
 
-// vocab_size comes from the checkpoint (the file does not store it).
+// vocab_size comes from the checkpoint (the file does not store it); -1 reads
+// entries until the end of the file.
 Result<Llama2cVocab> load_llama2c_tokenizer(const std::string& path, int32_t vocab_size);
 Result<Llama2cVocab> parse_llama2c_tokenizer(std::span<const uint8_t> bytes, const std::string& path,
                                              int32_t vocab_size);

@@ -42,6 +42,11 @@ Vocab vocab_from_llama2c(const Llama2cVocab& lv) {
 
 }  // namespace
 
+Result<Vocab> load_llama2c_vocab(const std::string& path, int32_t vocab_size) {
+  SS_ASSIGN_OR_RETURN(auto lv, load_llama2c_tokenizer(path, vocab_size));
+  return vocab_from_llama2c(lv);
+}
+
 Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const std::string& tokenizer_path) {
   SS_ASSIGN_OR_RETURN(auto ck, load_llama2c_checkpoint(path));
   const auto& h = ck.header;

@@ -44,6 +44,8 @@ Result<std::shared_ptr<const Model>> load_model(const ModelLoadOptions& opts);
 Result<std::shared_ptr<Model>> load_gguf_model(const std::string& path);
 Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const std::string& tokenizer_path);
 Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir);
+// A llama2.c tokenizer.bin on its own (vocab_size -1: all entries in the file).
+Result<Vocab> load_llama2c_vocab(const std::string& path, int32_t vocab_size);
 
 // Checks that every tensor has the shape the config implies.
 Status validate_model(const Model& m);

@@ -1,0 +1,88 @@
+// End-to-end: the sinkstream binary as a user runs it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <sys/wait.h>
+
+#include "test_paths.h"
+
+namespace ss {
+namespace {
+
+struct Run {
+  int rc;
+  std::string out;
+};
+
+Run run(const std::string& args, bool merge_stderr = false) {
+  const std::string cmd = std::string(SS_CLI_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(Cli, GenerateGreedyMatchesLlama2cFromGgufAndBin) {
+  const std::string dir = test::shared("models/stories260K/");
+  const auto want = test::rtrim(test::read_file(dir + "expected_greedy_t0_n200.txt"));
+  auto a = run("generate -m " + dir + "stories260K.gguf --temp 0 -n 200");
+  EXPECT_EQ(a.rc, 0);
+  EXPECT_EQ(test::rtrim(a.out), want);
+  auto b = run("generate -m " + dir + "stories260K.bin -z " + dir + "tok512.bin --temp 0 -n 200 -t 2");
+  EXPECT_EQ(b.rc, 0);
+  EXPECT_EQ(test::rtrim(b.out), want);
+}
+
+TEST(Cli, GenerateIdsFromSafetensors) {
+  const std::string dir = test::shared("models/tinystories-656k");
+  auto r = run("generate -m " + dir + " --temp 0 -n 60 --ids --ignore-eos");
+  EXPECT_EQ(r.rc, 0);
+  std::string want;
+  for (int32_t id : test::read_ids(dir + "/expected_greedy_ids_bos_60.txt")) want += std::to_string(id) + "\n";
+  EXPECT_EQ(r.out, want);
+}
+
+TEST(Cli, PerplexityWritesGoldenCompatibleNll) {
+  const std::string out = test::temp_path("nll_{policy}.txt");
+  auto r = run("perplexity -m " + test::shared("models/stories260K/stories260K.gguf") + " --tokens-file " +
+               test::shared("golden/stories260K/tokens.txt") + " --policy sinks:4:252 --policy window:256 --nll-out " + out);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  for (const std::string name : {"sinks_4_252", "window_256"}) {
+    const std::string path = test::temp_path("nll_" + name + ".txt");
+    const auto got = test::read_nll(path);
+    const auto want = test::read_nll(test::shared("golden/stories260K/nll_" + name + ".txt"));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 2e-3) << name << " " << i;
+    std::remove(path.c_str());
+  }
+}
+
+TEST(Cli, BadInputGivesClearErrorsNotCrashes) {
+  auto a = run("generate -m /nonexistent.gguf -n 3", true);
+  EXPECT_EQ(a.rc, 1);
+  EXPECT_NE(a.out.find("cannot open"), std::string::npos);
+  auto b = run("generate -m " + test::shared("data/PROVENANCE.md") + " -n 3", true);
+  EXPECT_EQ(b.rc, 1);
+  EXPECT_NE(b.out.find("error:"), std::string::npos);
+  const std::string m = " -m " + test::shared("models/stories260K/stories260K.gguf");
+  auto c = run("generate --policy sinks:x:y -n 3" + m, true);
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.out.find("invalid policy"), std::string::npos);
+  auto d = run("generate --temp -1 -n 3" + m, true);
+  EXPECT_EQ(d.rc, 1);
+}
+
+TEST(Cli, SinksGenerationRunsPastTheWindow) {
+  // 600 tokens through a 4+60 cache: eviction happens many times.
+  auto r = run("generate -m " + test::shared("models/stories260K/stories260K.gguf") +
+               " --policy sinks:4:60 --chunk 16 --temp 0.8 --seed 3 -n 600 --ignore-eos --ids");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 600);
+}
+
+}  // namespace
+}  // namespace ss

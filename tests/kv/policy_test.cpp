@@ -1,0 +1,41 @@
+#include <gtest/gtest.h>
+
+#include "kv/policy.h"
+
+namespace ss {
+namespace {
+
+TEST(KvPolicy, ParsesEveryKind) {
+  auto p = KvPolicy::parse("sinks:4:252", 512);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->kind, PolicyKind::Sinks);
+  EXPECT_EQ(p->sinks, 4);
+  EXPECT_EQ(p->window, 252);
+  EXPECT_EQ(p->name(), "sinks:4:252");
+  EXPECT_EQ(KvPolicy::parse("window:256", 512)->window, 256);
+  EXPECT_EQ(KvPolicy::parse("dense", 512)->kind, PolicyKind::Dense);
+  EXPECT_EQ(KvPolicy::parse("recompute:128", 512)->recompute_len, 128);
+  EXPECT_EQ(KvPolicy::parse("sinks", 512)->window, 508);  // defaults S=4, W=ctx-4
+  EXPECT_EQ(KvPolicy::parse("sinks:0:10", 512)->kind, PolicyKind::Window);
+}
+
+TEST(KvPolicy, RejectsMalformedSpecs) {
+  for (const char* bad : {"", "sink:4:2", "sinks:4", "sinks:a:b", "window:0", "window:-3", "dense:1", "sinks:4:2:1",
+                          "recompute:0", "window:99999999999"}) {
+    auto p = KvPolicy::parse(bad, 512);
+    EXPECT_FALSE(p.ok()) << bad;
+  }
+}
+
+TEST(KvPolicy, VisibilityKeepsSinksAndWindow) {
+  const auto p = KvPolicy::sinks_window(2, 3);
+  std::vector<int64_t> v;
+  for (int64_t u = 0; u <= 20; ++u)
+    if (p.visible(u, 20)) v.push_back(u);
+  EXPECT_EQ(v, (std::vector<int64_t>{0, 1, 17, 18, 19, 20}));
+  EXPECT_EQ(p.first_window_key(20), 17);
+  EXPECT_EQ(p.first_window_key(3), 2);
+}
+
+}  // namespace
+}  // namespace ss

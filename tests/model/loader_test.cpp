@@ -1,0 +1,54 @@
+// Model loading from every format, and clean errors for bad files.
+#include <gtest/gtest.h>
+
+#include "format/gguf_writer.h"
+#include "model/model.h"
+#include "test_paths.h"
+
+namespace ss {
+namespace {
+
+TEST(Loader, LoadsAllBundledFormats) {
+  auto g = load_model({test::shared("models/stories260K/stories260K.gguf"), ""});
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g.value()->config.n_kv_heads, 4);
+  EXPECT_EQ(g.value()->config.rope_style, RopeStyle::Interleaved);
+  EXPECT_EQ(g.value()->config.trained_context, 2048);
+  auto b = load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("models/stories260K/tok512.bin")});
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_EQ(b.value()->config.trained_context, 512);
+  auto h = load_model({test::shared("models/tinystories-656k"), ""});
+  ASSERT_TRUE(h.ok()) << h.error().message;
+  EXPECT_EQ(h.value()->config.rope_style, RopeStyle::Neox);
+  EXPECT_TRUE(h.value()->config.tied_output);
+  EXPECT_FLOAT_EQ(h.value()->config.rms_eps, 1e-6f);
+  EXPECT_EQ(h.value()->vocab.kind, VocabKind::RankBpe);
+  auto a = load_model({test::shared("models/aidreams260K/aidreams260K.bin"), ""});
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a.value()->config.trained_context, 128);
+}
+
+TEST(Loader, UnknownArchitectureListsSupportedOnes) {
+  GgufWriter w;
+  w.set_string("general.architecture", "mamba");
+  const std::string path = test::temp_path("arch.gguf");
+  ASSERT_TRUE(w.write(path).ok());
+  auto m = load_model({path, ""});
+  std::remove(path.c_str());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("mamba"), std::string::npos);
+  EXPECT_NE(m.error().message.find("qwen2"), std::string::npos);
+}
+
+TEST(Loader, MissingFilesAndWrongTokenizerAreErrors) {
+  EXPECT_FALSE(load_model({"/nonexistent/model.gguf", ""}).ok());
+  // tok512 has 512 entries; aidreams' tokenizer is a different 512-token vocab
+  // (loads), but the Llama-2 tokenizer.bin has 32000 and cannot match.
+  auto m = load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("models/llama2-tokenizer/tokenizer.bin")});
+  EXPECT_TRUE(m.ok());  // reads the first 512 entries: the format cannot tell
+  auto bad = load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("data/PROVENANCE.md")});
+  EXPECT_FALSE(bad.ok());
+}
+
+}  // namespace
+}  // namespace ss

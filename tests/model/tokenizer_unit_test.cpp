@@ -1,0 +1,87 @@
+#include <gtest/gtest.h>
+
+#include "model/tokenizer.h"
+
+namespace ss {
+namespace {
+
+// A tiny GPT-2 style byte-level vocab: bytes map to printable code points
+// (space -> "Ġ"), merges by rank.
+Vocab byte_level_vocab() {
+  Vocab v;
+  v.kind = VocabKind::ByteLevel;
+  v.pre = PreTokenizer::Gpt2;
+  v.add_bos = false;
+  v.add_space_prefix = false;
+  // All 256 byte symbols first, in GPT-2 map order is not needed: look up by text.
+  std::vector<std::string> base;
+  int extra = 0;
+  for (int b = 0; b < 256; ++b) {
+    uint32_t cp = ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) ? b : 256 + extra++;
+    std::string s;
+    utf8_append(s, cp);
+    v.pieces.push_back(s);
+  }
+  const std::string G = "\xC4\xA0";  // Ġ
+  v.merges = {{"h", "e"}, {"l", "l"}, {"he", "ll"}, {"hell", "o"}, {G, "w"}, {G + "w", "o"}};
+  for (const auto& m : v.merges) v.pieces.push_back(m.first + m.second);
+  v.pieces.push_back("<|eot|>");
+  v.types.assign(v.pieces.size(), TokenType::Normal);
+  v.types.back() = TokenType::Control;
+  v.eos = static_cast<int32_t>(v.pieces.size()) - 1;
+  v.finalize();
+  return v;
+}
+
+TEST(ByteLevelBpe, MergesByRankAndRoundTrips) {
+  const Vocab v = byte_level_vocab();
+  const Tokenizer tok(v);
+  const auto ids = tok.encode("hello wow", false);
+  // "hello" -> one token; " wow" -> "Ġwo" + "w"
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(v.pieces[ids[0]], "hello");
+  EXPECT_EQ(v.pieces[ids[1]], "\xC4\xA0wo");
+  EXPECT_EQ(tok.decode(ids), "hello wow");
+  // Arbitrary bytes survive encode/decode.
+  const std::string weird = "caf\xC3\xA9 \xF0\x9F\xA6\x99\n\tx  y";
+  EXPECT_EQ(tok.decode(tok.encode(weird, false)), weird);
+  EXPECT_EQ(tok.token_bytes(v.eos), "");
+}
+
+TEST(Pretokenize, Gpt2Pattern) {
+  const auto p = pretokenize("Hello world's  123 foo!!", PreTokenizer::Gpt2);
+  const std::vector<std::string> want = {"Hello", " world", "'s", " ", " 123", " foo", "!!"};
+  EXPECT_EQ(p, want);
+}
+
+TEST(Pretokenize, Llama3SplitsDigitsInThrees) {
+  const auto p = pretokenize("abc 12345\n\nx", PreTokenizer::Llama3);
+  const std::vector<std::string> want = {"abc", " ", "123", "45", "\n\n", "x"};
+  EXPECT_EQ(p, want);
+}
+
+TEST(Detokenizer, NeverEmitsHalfACharacter) {
+  Vocab v;
+  v.kind = VocabKind::Spm;
+  v.pieces = {"<unk>", "<s>", "</s>", "<0xE2>", "<0x82>", "<0xAC>", "\xE2\x96\x81" "a"};
+  v.types = {TokenType::Unknown, TokenType::Control, TokenType::Control, TokenType::Byte, TokenType::Byte,
+             TokenType::Byte, TokenType::Normal};
+  v.unk = 0;
+  v.bos = 1;
+  v.eos = 2;
+  v.finalize();
+  const Tokenizer tok(v);
+  Detokenizer d(tok);
+  EXPECT_EQ(d.push(1), "");
+  EXPECT_EQ(d.push(6), "a");  // leading space of the first piece stripped
+  EXPECT_EQ(d.push(3), "");
+  EXPECT_EQ(d.push(4), "");
+  EXPECT_EQ(d.push(5), "\xE2\x82\xAC");
+  EXPECT_EQ(d.push(6), " a");
+  // Missing characters fall back to bytes; U+2581 (the dummy prefix) has no
+  // byte tokens here, so it becomes <unk>.
+  EXPECT_EQ(tok.encode("\xE2\x82\xAC", false), (std::vector<int32_t>{0, 3, 4, 5}));
+}
+
+}  // namespace
+}  // namespace ss

@@ -1,0 +1,47 @@
+#pragma once
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "model/model.h"
+#include "runtime/engine.h"
+#include "sample/sampler.h"
+#include "test_paths.h"
+
+namespace ss::test {
+
+inline std::shared_ptr<const Model> model_at(const std::string& rel, const std::string& tok = "") {
+  static std::map<std::string, std::shared_ptr<const Model>> cache;
+  auto& m = cache[rel];
+  if (!m) {
+    auto r = load_model({shared(rel), tok.empty() ? "" : shared(tok)});
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    if (r.ok()) m = r.value();
+  }
+  return m;
+}
+
+inline std::shared_ptr<const Model> stories_gguf() { return model_at("models/stories260K/stories260K.gguf"); }
+inline std::shared_ptr<const Model> stories_bin() {
+  return model_at("models/stories260K/stories260K.bin", "models/stories260K/tok512.bin");
+}
+inline std::shared_ptr<const Model> ts656k() { return model_at("models/tinystories-656k"); }
+
+// Greedy continuation of `prompt` for n tokens (no EOS stop).
+inline std::vector<int32_t> greedy(Engine& e, const KvPolicy& pol, std::vector<int32_t> prompt, int n) {
+  const SeqId id = e.create_sequence(pol).value();
+  std::vector<std::vector<float>> logits;
+  std::vector<int32_t> out;
+  std::vector<int32_t> feed = std::move(prompt);
+  for (int i = 0; i < n; ++i) {
+    const BatchItem item{id, feed, false};
+    EXPECT_TRUE(e.forward(std::span<const BatchItem>(&item, 1), logits).ok());
+    const int32_t next = argmax(logits[0]);
+    out.push_back(next);
+    feed = {next};
+  }
+  e.free_sequence(id);
+  return out;
+}
+
+}  // namespace ss::test

@@ -1,0 +1,56 @@
+#pragma once
+// Where tests find ../shared (models, golden data): $SINKSTREAM_SHARED or the
+// directory beside the repository.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ss::test {
+
+inline std::string shared_dir() {
+  if (const char* e = std::getenv("SINKSTREAM_SHARED"); e && *e) return e;
+  return SS_SHARED_DEFAULT;
+}
+inline std::string shared(const std::string& rel) { return shared_dir() + "/" + rel; }
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::vector<int32_t> read_ids(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<int32_t> v;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') v.push_back(std::stoi(line));
+  return v;
+}
+
+// Golden NLL files: "# spec=... n=... ppl=..." then one value per line.
+inline std::vector<double> read_nll(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> v;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') v.push_back(std::stod(line));
+  return v;
+}
+
+inline std::string rtrim(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+inline std::string temp_path(const std::string& name) {
+  const char* t = std::getenv("TMPDIR");
+  return std::string(t && *t ? t : "/tmp") + "/sinkstream_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+}  // namespace ss::test
