@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Builds sinkstream and runs every test (Release build; models and golden data
-# from ../shared or $SINKSTREAM_SHARED).
+# Builds sinkstream and runs every test: the Release build, then the
+# Debug + ASan/UBSan build (the 200k-token long run only in Release, where it
+# takes seconds instead of many minutes). Models and golden data come from
+# ../shared or $SINKSTREAM_SHARED.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
+jobs="$(nproc)"
 cmake --preset release >/dev/null
-cmake --build --preset release -j"$(nproc)"
-ctest --preset release -j"$(nproc)"
+cmake --build --preset release -j"$jobs"
+ctest --preset release -j"$jobs"
+if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
+  cmake --preset debug-asan >/dev/null
+  cmake --build --preset debug-asan -j"$jobs"
+  ctest --preset debug-asan -j"$jobs" -E '^LongRun\.'
+fi

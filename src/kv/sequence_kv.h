@@ -4,6 +4,7 @@
 // A token's slot is a pure function of its text index, so eviction never
 // copies or moves KV: a ring slot is simply overwritten once its token has
 // left the window.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -41,6 +42,21 @@ class SequenceKv {
   Status reserve(int64_t n);
   void advance(int64_t n);
   KvSlot slot(int64_t text_index) const;
+
+  // Calls fn(block, first_offset, count, first_text_index) for maximal runs
+  // of consecutive text indices [begin, end) that sit contiguously in one
+  // block, so readers walk KV rows without per-token lookups.
+  template <typename Fn>
+  void for_each_run(int64_t begin, int64_t end, Fn&& fn) const {
+    while (begin < end) {
+      const KvSlot s = slot(begin);
+      int64_t n = pool_.block_tokens() - s.offset;
+      if (begin < policy_.sinks && end > policy_.sinks) n = std::min<int64_t>(n, policy_.sinks - begin);
+      n = std::min<int64_t>(n, end - begin);
+      fn(s.block, s.offset, static_cast<int>(n), begin);
+      begin += n;
+    }
+  }
 
  private:
   BlockId* block_for(int64_t text_index);

@@ -225,22 +225,30 @@ void Engine::attention(int layer, int T) {
       const int64_t n_win = pos >= w0 ? pos - w0 + 1 : 0;
       const auto n = static_cast<size_t>(n_sinks + n_win);
       scores.resize(n);
-      auto key_of = [&](size_t j) { return j < static_cast<size_t>(n_sinks) ? static_cast<int64_t>(j) : w0 + static_cast<int64_t>(j) - n_sinks; };
-      for (size_t j = 0; j < n; ++j) {
-        const int64_t u = key_of(j);
-        const KvSlot s = seq.slot(u);
-        const float* kr = pool_.k(s.block, layer) + static_cast<size_t>(s.offset) * kvd + static_cast<size_t>(kvh) * hd;
-        scores[j] = dot_f32(u < n_sinks ? qsink : qt, kr, hd) * scale;
-      }
+      const size_t head_off = static_cast<size_t>(kvh) * hd;
+      // Scores: sinks with the cache-position query, window with the text-position one.
+      size_t j = 0;
+      auto score_run = [&](const float* q) {
+        return [&, q](BlockId b, int off, int count, int64_t) {
+          const float* kr = pool_.k(b, layer) + static_cast<size_t>(off) * kvd + head_off;
+          for (int r = 0; r < count; ++r, ++j, kr += kvd) scores[j] = dot_f32(q, kr, hd) * scale;
+        };
+      };
+      seq.for_each_run(0, n_sinks, score_run(qsink));
+      seq.for_each_run(w0, w0 + n_win, score_run(qt));
       softmax_inplace(scores.data(), static_cast<int>(n));
       float* out = att_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
       std::fill(out, out + hd, 0.0f);
-      for (size_t j = 0; j < n; ++j) {
-        const KvSlot s = seq.slot(key_of(j));
-        const float* vr = pool_.v(s.block, layer) + static_cast<size_t>(s.offset) * kvd + static_cast<size_t>(kvh) * hd;
-        const float p = scores[j];
-        for (int d = 0; d < hd; ++d) out[d] += p * vr[d];
-      }
+      j = 0;
+      auto mix_run = [&](BlockId b, int off, int count, int64_t) {
+        const float* vr = pool_.v(b, layer) + static_cast<size_t>(off) * kvd + head_off;
+        for (int r = 0; r < count; ++r, ++j, vr += kvd) {
+          const float p = scores[j];
+          for (int d = 0; d < hd; ++d) out[d] += p * vr[d];
+        }
+      };
+      seq.for_each_run(0, n_sinks, mix_run);
+      seq.for_each_run(w0, w0 + n_win, mix_run);
     }
   };
   threads_.parallel_for(static_cast<size_t>(T) * static_cast<size_t>(c.n_heads), run, parts);

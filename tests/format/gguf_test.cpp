@@ -26,7 +26,7 @@ std::vector<uint8_t> small_file() {
 Result<GgufFile> parse_bytes(const std::vector<uint8_t>& b, const std::string& name) {
   const std::string path = test::temp_path(name);
   FILE* f = std::fopen(path.c_str(), "wb");
-  std::fwrite(b.data(), 1, b.size(), f);
+  if (!b.empty()) std::fwrite(b.data(), 1, b.size(), f);
   std::fclose(f);
   auto r = GgufFile::open(path);
   std::remove(path.c_str());  // the mapping stays valid after unlink

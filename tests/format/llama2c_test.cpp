@@ -22,7 +22,7 @@ TEST(Llama2c, RejectsTruncatedAndCorruptCheckpoints) {
   for (size_t n : {size_t{0}, size_t{10}, size_t{28}, full.size() / 2, full.size() - 4}) {
     const std::string path = test::temp_path("trunc.bin");
     FILE* o = std::fopen(path.c_str(), "wb");
-    std::fwrite(full.data(), 1, n, o);
+    if (n > 0) std::fwrite(full.data(), 1, n, o);
     std::fclose(o);
     auto r = load_llama2c_checkpoint(path);
     std::remove(path.c_str());
