@@ -1,10 +1,14 @@
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
+#include "cli/svg_plot.h"
 #include "model/story_text.h"
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
@@ -33,15 +37,101 @@ Result<std::vector<int32_t>> read_token_file(const std::string& path) {
   return ids;
 }
 
-std::string expand_name(const std::string& pattern, const KvPolicy& p, bool several) {
+std::string file_tag(const KvPolicy& p) {
   std::string name = p.name();
-  for (char& ch : name)
-    if (ch == ':') ch = '_';
+  std::replace(name.begin(), name.end(), ':', '_');
+  return name;
+}
+
+std::string expand_name(const std::string& pattern, const KvPolicy& p, bool several) {
   const auto pos = pattern.find("{policy}");
-  if (pos != std::string::npos) return pattern.substr(0, pos) + name + pattern.substr(pos + 8);
+  if (pos != std::string::npos) return pattern.substr(0, pos) + file_tag(p) + pattern.substr(pos + 8);
   if (!several) return pattern;
   const auto dot = pattern.find_last_of('.');
-  return dot == std::string::npos ? pattern + "." + name : pattern.substr(0, dot) + "_" + name + pattern.substr(dot);
+  return dot == std::string::npos ? pattern + "." + file_tag(p) : pattern.substr(0, dot) + "_" + file_tag(p) + pattern.substr(dot);
+}
+
+struct PolicyRun {
+  KvPolicy policy;
+  std::vector<double> nll;
+  double seconds = 0;
+  size_t peak_kv_bytes = 0;
+  double ppl() const {
+    double s = 0;
+    for (double x : nll) s += x;
+    return nll.empty() ? 0 : std::exp(s / static_cast<double>(nll.size()));
+  }
+};
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::vector<double> segment_ppl(const std::vector<double>& nll, size_t seg) {
+  std::vector<double> out;
+  for (size_t b = 0; b < nll.size(); b += seg) {
+    const size_t e = std::min(nll.size(), b + seg);
+    double s = 0;
+    for (size_t i = b; i < e; ++i) s += nll[i];
+    out.push_back(std::exp(s / static_cast<double>(e - b)));
+  }
+  return out;
+}
+
+Status write_nll(const std::string& path, const PolicyRun& r) {
+  std::ofstream out(path);
+  if (!out) return make_error(path + ": cannot write");
+  out << "# spec=" << r.policy.name() << " n=" << r.nll.size() << fmt(" ppl=%.6f\n", r.ppl());
+  for (double x : r.nll) out << fmt("%.6f\n", x);
+  if (!out) return make_error(path + ": write failed");
+  return ok_status();
+}
+
+Status write_csv(const std::string& path, const std::vector<PolicyRun>& runs, const std::vector<int32_t>& tokens) {
+  std::ofstream out(path);
+  if (!out) return make_error(path + ": cannot write");
+  out << "index,target";
+  size_t n = 0;
+  for (const auto& r : runs) {
+    out << ",nll_" << file_tag(r.policy);
+    n = std::max(n, r.nll.size());
+  }
+  out << "\n";
+  for (size_t i = 0; i < n; ++i) {
+    out << i << "," << tokens[i + 1];
+    for (const auto& r : runs) out << "," << (i < r.nll.size() ? fmt("%.6f", r.nll[i]) : std::string());
+    out << "\n";
+  }
+  if (!out) return make_error(path + ": write failed");
+  return ok_status();
+}
+
+Status write_plot(const std::string& path, const std::vector<PolicyRun>& runs, const std::string& model_name) {
+  LineChart chart;
+  chart.title = "Perplexity over the stream — " + model_name;
+  chart.x_label = "tokens";
+  chart.y_label = "perplexity";
+  chart.log_y = true;
+  size_t n = 0;
+  for (const auto& r : runs) n = std::max(n, r.nll.size());
+  const size_t bin = std::max<size_t>(16, n / 50);
+  for (const auto& r : runs) {
+    Series s;
+    s.name = r.policy.name();
+    const auto seg = segment_ppl(r.nll, bin);
+    for (size_t k = 0; k < seg.size(); ++k) {
+      s.x.push_back(static_cast<double>(std::min(r.nll.size(), (k + 1) * bin)));
+      s.y.push_back(seg[k]);
+    }
+    chart.series.push_back(std::move(s));
+  }
+  chart.title += " (perplexity per " + std::to_string(bin) + "-token segment)";
+  std::ofstream out(path);
+  out << chart.render();
+  if (!out) return make_error(path + ": write failed");
+  return ok_status();
 }
 
 }  // namespace
@@ -54,8 +144,11 @@ PerplexityCommand::PerplexityCommand(CLI::App& app) {
   auto* tf = sub_->add_option("--tokens-file", tokens_file_, "token ids, one per line");
   f->excludes(tf);
   sub_->add_flag("--raw", raw_, "tokenize the file as-is instead of joining <|endoftext|> stories");
-  sub_->add_option("--limit", limit_, "use at most N tokens");
+  sub_->add_option("--limit", limit_, "use at most N tokens")->check(CLI::NonNegativeNumber);
+  sub_->add_option("--segment", segment_, "tokens per segment in the summary")->check(CLI::PositiveNumber)->capture_default_str();
   sub_->add_option("--nll-out", nll_out_, "write per-token NLL ({policy} in the name expands per policy)");
+  sub_->add_option("--csv", csv_, "write per-token NLL of every policy as CSV");
+  sub_->add_option("--plot", plot_, "write an SVG chart of perplexity against tokens");
 }
 
 int PerplexityCommand::run() {
@@ -81,11 +174,14 @@ int PerplexityCommand::run() {
   }
   if (limit_ > 0 && static_cast<size_t>(limit_) < tokens.size()) tokens.resize(static_cast<size_t>(limit_));
   if (tokens.size() < 2) return fail("need at least 2 tokens");
+  for (int32_t t : tokens)
+    if (t >= model->config.n_vocab) return fail("token id " + std::to_string(t) + " is outside the model's vocab");
   auto pols_r = policy_.resolve(model->config.trained_context);
   if (!pols_r.ok()) return fail(pols_r.error().message);
   const auto& pols = pols_r.value();
 
-  std::printf("%-16s %10s %12s %12s\n", "policy", "tokens", "perplexity", "tok/s");
+  std::vector<PolicyRun> runs;
+  const bool tty = stderr_is_tty();
   for (const auto& pol : pols) {
     EngineOptions eo;
     eo.threads = model_.threads;
@@ -95,32 +191,37 @@ int PerplexityCommand::run() {
     else
       eo.kv_blocks = blocks_needed(pol, static_cast<int64_t>(tokens.size()), eo.block_tokens, eo.max_chunk);
     Engine engine(model, eo);
+    PolicyRun run{pol, {}, 0, 0};
+    Progress progress(pol.name(), tty);
     const auto t0 = std::chrono::steady_clock::now();
-    auto nll_r = score_tokens(engine, tokens, pol);
+    auto nll_r = score_tokens(engine, tokens, pol, [&](int64_t done, int64_t total, double sum) {
+      progress.update(done, total, "ppl " + fmt("%.4f", std::exp(sum / static_cast<double>(std::max<int64_t>(done, 1)))));
+    });
+    progress.finish();
     if (!nll_r.ok()) return fail(pol.name() + ": " + nll_r.error().message);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto& nll = nll_r.value();
-    double sum = 0;
-    for (double x : nll) sum += x;
-    const double ppl = std::exp(sum / static_cast<double>(nll.size()));
-    std::printf("%-16s %10zu %12.6f %12s\n", pol.name().c_str(), nll.size(), ppl,
-                format_rate(static_cast<double>(nll.size()) / std::max(secs, 1e-9)).c_str());
-    std::fflush(stdout);
-    if (!nll_out_.empty()) {
-      const std::string path = expand_name(nll_out_, pol, pols.size() > 1);
-      std::ofstream out(path);
-      if (!out) return fail(path + ": cannot write");
-      char buf[64];
-      out << "# spec=" << pol.name() << " n=" << nll.size();
-      std::snprintf(buf, sizeof buf, " ppl=%.6f\n", ppl);
-      out << buf;
-      for (double x : nll) {
-        std::snprintf(buf, sizeof buf, "%.6f\n", x);
-        out << buf;
-      }
-      if (!out) return fail(path + ": write failed");
-    }
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run.nll = std::move(nll_r.value());
+    run.peak_kv_bytes = static_cast<size_t>(engine.pool().peak_used_blocks()) * engine.pool().block_bytes();
+    if (!nll_out_.empty())
+      if (auto st = write_nll(expand_name(nll_out_, pol, pols.size() > 1), run); !st.ok()) return fail(st.error().message);
+    runs.push_back(std::move(run));
   }
+
+  std::printf("%-16s %8s %12s %10s %12s  %s\n", "policy", "tokens", "perplexity", "tok/s", "peak KV", "ppl per segment");
+  for (const auto& r : runs) {
+    std::string segs;
+    for (double v : segment_ppl(r.nll, static_cast<size_t>(segment_))) segs += fmt("%.3f ", v);
+    std::printf("%-16s %8zu %12.6f %10.1f %9.1f KiB  %s\n", r.policy.name().c_str(), r.nll.size(), r.ppl(),
+                static_cast<double>(r.nll.size()) / std::max(r.seconds, 1e-9), static_cast<double>(r.peak_kv_bytes) / 1024.0,
+                segs.c_str());
+  }
+  std::printf("(segments of %lld tokens)\n", segment_);
+  std::fflush(stdout);
+  if (!csv_.empty())
+    if (auto st = write_csv(csv_, runs, tokens); !st.ok()) return fail(st.error().message);
+  if (!plot_.empty())
+    if (auto st = write_plot(plot_, runs, model->source.substr(model->source.find_last_of('/') + 1)); !st.ok())
+      return fail(st.error().message);
   return 0;
 }
 

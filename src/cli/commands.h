@@ -38,8 +38,30 @@ class PerplexityCommand {
   std::string text_file_;
   std::string tokens_file_;
   std::string nll_out_;
+  std::string csv_;
+  std::string plot_;
   long long limit_ = 0;
+  long long segment_ = 1000;
   bool raw_ = false;
+};
+
+class AttentionCommand {
+ public:
+  explicit AttentionCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  ModelFlags model_;
+  PolicyFlags policy_;
+  std::string prompt_, file_, svg_, svg_map_;
+  bool raw_ = false;
+  long long limit_ = 512;
+  long long first_k_ = 1;
+  double flag_ratio_ = 4.0;
+  int map_layer_ = 0, map_head_ = 0;
+  long long map_queries_ = 64;
 };
 
 }  // namespace ss::cli

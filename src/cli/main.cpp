@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   ss::cli::GenerateCommand generate(app);
   ss::cli::PerplexityCommand perplexity(app);
+  ss::cli::AttentionCommand attention(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -16,5 +17,6 @@ int main(int argc, char** argv) {
   }
   if (generate.selected()) return generate.run();
   if (perplexity.selected()) return perplexity.run();
+  if (attention.selected()) return attention.run();
   return 1;
 }

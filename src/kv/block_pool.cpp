@@ -1,5 +1,7 @@
 #include "kv/block_pool.h"
 
+#include <algorithm>
+
 #include "util/check.h"
 
 namespace ss {
@@ -18,6 +20,7 @@ std::optional<BlockId> BlockPool::allocate() {
   const BlockId id = free_.back();
   free_.pop_back();
   refs_[static_cast<size_t>(id)] = 1;
+  peak_used_ = std::max(peak_used_, used_blocks());
   return id;
 }
 

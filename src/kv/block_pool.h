@@ -31,6 +31,7 @@ class BlockPool {
   int total_blocks() const { return cfg_.n_blocks; }
   int free_blocks() const { return static_cast<int>(free_.size()); }
   int used_blocks() const { return total_blocks() - free_blocks(); }
+  int peak_used_blocks() const { return peak_used_; }  // high-water mark
   int refcount(BlockId id) const { return refs_[static_cast<size_t>(id)]; }
   size_t bytes() const { return data_.size() * sizeof(float); }
   size_t block_bytes() const { return block_floats_ * sizeof(float); }
@@ -50,6 +51,7 @@ class BlockPool {
   std::vector<float> data_;
   std::vector<int> refs_;
   std::vector<BlockId> free_;  // LIFO
+  int peak_used_ = 0;
 };
 
 }  // namespace ss

@@ -72,7 +72,7 @@ Status Engine::forward(std::span<const BatchItem> items, std::vector<std::vector
       float* out = nullptr;
       if (items[i].all_logits) out = logits[i].data() + done[i] * n_vocab;
       else if (last) out = logits[i].data();
-      parts.push_back({seqs_[items[i].seq].get(), items[i].tokens.data() + done[i], count, out, items[i].all_logits, last});
+      parts.push_back({items[i].seq, seqs_[items[i].seq].get(), items[i].tokens.data() + done[i], count, out, items[i].all_logits, last});
       done[i] += count;
     }
     if (parts.empty()) break;
@@ -104,6 +104,7 @@ void Engine::run_round(std::span<RoundPart> parts) {
   cos_c_.resize(sz(pairs));
   sin_c_.resize(sz(pairs));
   tok_seq_.resize(static_cast<size_t>(T));
+  tok_seq_id_.resize(static_cast<size_t>(T));
   tok_pos_.resize(static_cast<size_t>(T));
   tok_has_sink_q_.resize(static_cast<size_t>(T));
 
@@ -112,6 +113,7 @@ void Engine::run_round(std::span<RoundPart> parts) {
     for (int j = 0; j < p.count; ++j, ++i) {
       const int64_t t = p.seq->n_seen() + j;
       tok_seq_[i] = p.seq;
+      tok_seq_id_[i] = p.id;
       tok_pos_[i] = t;
       embedding_row(m.tok_embd, p.tokens[j], x_.data() + static_cast<size_t>(i) * dim);
       rope_.angles(t, cos_t_.data() + static_cast<size_t>(i) * pairs, sin_t_.data() + static_cast<size_t>(i) * pairs);
@@ -207,7 +209,7 @@ void Engine::attention(int layer, int T) {
   int64_t work = 0;
   for (int t = 0; t < T; ++t) work += std::min<int64_t>(tok_seq_[t]->cached_entries() + t + 1, tok_pos_[t] + 1);
   work *= static_cast<int64_t>(qd) * 2;
-  const int parts = static_cast<int>(std::clamp<int64_t>(work / (1 << 16), 1, threads_.size()));
+  const int parts = observer_ ? 1 : static_cast<int>(std::clamp<int64_t>(work / (1 << 16), 1, threads_.size()));
 
   auto run = [&](size_t begin, size_t end) {
     thread_local std::vector<float> scores;
@@ -237,6 +239,7 @@ void Engine::attention(int layer, int T) {
       seq.for_each_run(0, n_sinks, score_run(qsink));
       seq.for_each_run(w0, w0 + n_win, score_run(qt));
       softmax_inplace(scores.data(), static_cast<int>(n));
+      if (observer_) observer_->on_attention(layer, h, tok_seq_id_[t], pos, n_sinks, w0, scores);
       float* out = att_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
       std::fill(out, out + hd, 0.0f);
       j = 0;

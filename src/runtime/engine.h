@@ -32,6 +32,16 @@ struct BatchItem {
   bool all_logits = false;  // logits for every token, not only the last
 };
 
+// Sees every attention distribution the engine computes (for inspection
+// tools). Called from one thread; probs[j] belongs to key text index
+// j < n_sinks ? j : first_window_key + (j - n_sinks).
+class AttentionObserver {
+ public:
+  virtual ~AttentionObserver() = default;
+  virtual void on_attention(int layer, int head, SeqId seq, int64_t query, int64_t n_sinks, int64_t first_window_key,
+                            std::span<const float> probs) = 0;
+};
+
 // Blocks one sequence needs at most under a policy (dense: for `tokens` tokens).
 int blocks_needed(const KvPolicy& policy, int64_t tokens, int block_tokens, int max_chunk);
 
@@ -51,6 +61,8 @@ class Engine {
   Result<SeqId> create_sequence(const KvPolicy& policy);
   void free_sequence(SeqId id);
   const SequenceKv* sequence(SeqId id) const;
+  // nullptr to stop observing. While set, attention runs on one thread.
+  void set_attention_observer(AttentionObserver* obs) { observer_ = obs; }
 
   // logits[i]: for item i, n_vocab floats for its last token, or one row per
   // token when all_logits. Bad ids or unknown sequences give an error before
@@ -59,6 +71,7 @@ class Engine {
 
  private:
   struct RoundPart {
+    SeqId id;
     SequenceKv* seq;
     const int32_t* tokens;
     int count;
@@ -76,6 +89,8 @@ class Engine {
   RopeTable rope_;
   std::unordered_map<SeqId, std::unique_ptr<SequenceKv>> seqs_;
   SeqId next_id_ = 0;
+  AttentionObserver* observer_ = nullptr;
+  std::vector<SeqId> tok_seq_id_;
 
   // Per-token metadata and activations of the current round (reused buffers).
   std::vector<SequenceKv*> tok_seq_;

@@ -8,6 +8,12 @@ namespace ss {
 
 namespace {
 
+double sum_of(std::span<const double> v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+
 // Frees the sequence on every exit path.
 struct SeqGuard {
   Engine& e;
@@ -31,7 +37,7 @@ Result<std::vector<double>> score_cached(Engine& engine, std::span<const int32_t
     SS_TRY(engine.forward(std::span<const BatchItem>(&item, 1), logits));
     for (size_t i = start; i < end; ++i)
       nll.push_back(nll_of(logits[0].data() + (i - start) * n_vocab, n_vocab, tokens[i + 1]));
-    if (progress) progress(static_cast<int64_t>(end), static_cast<int64_t>(tokens.size() - 1));
+    if (progress) progress(static_cast<int64_t>(end), static_cast<int64_t>(tokens.size() - 1), sum_of(nll));
   }
   return nll;
 }
@@ -63,7 +69,7 @@ Result<std::vector<double>> score_recompute(Engine& engine, std::span<const int3
     for (SeqId id : ids) engine.free_sequence(id);
     if (!st.ok()) return st.error();
     for (size_t i = i0; i < i1; ++i) nll[i] = nll_of(logits[i - i0].data(), n_vocab, tokens[i + 1]);
-    if (progress) progress(static_cast<int64_t>(i1), static_cast<int64_t>(n_pred));
+    if (progress) progress(static_cast<int64_t>(i1), static_cast<int64_t>(n_pred), sum_of(std::span<const double>(nll).subspan(0, i1)));
   }
   return nll;
 }

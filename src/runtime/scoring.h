@@ -12,8 +12,9 @@
 
 namespace ss {
 
-// Called after each scored chunk with (tokens scored so far, total).
-using ScoreProgress = std::function<void(int64_t, int64_t)>;
+// Called after each scored chunk with (tokens scored so far, total, sum of
+// their NLLs).
+using ScoreProgress = std::function<void(int64_t done, int64_t total, double nll_sum)>;
 
 // nll[i] = -ln p(tokens[i+1] | stream up to i), i = 0 .. N-2.
 Result<std::vector<double>> score_tokens(Engine& engine, std::span<const int32_t> tokens, const KvPolicy& policy,

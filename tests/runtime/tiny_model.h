@@ -2,6 +2,7 @@
 // Builds small random-weight GGUF models with the GGUF writer, and a textbook
 // dense forward pass (double precision, no cache) to check the engine against.
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -108,7 +109,8 @@ inline std::string write_tiny_model(const TinySpec& s, const std::string& name) 
 inline std::vector<std::vector<double>> reference_forward(const Model& m, const std::vector<int32_t>& toks,
                                                           const std::vector<std::vector<int>>& visible,
                                                           const std::vector<std::vector<int64_t>>& key_pos,
-                                                          const std::vector<int64_t>& query_pos) {
+                                                          const std::vector<int64_t>& query_pos,
+                                                          const std::function<void(int, size_t, int, const std::vector<double>&)>& on_probs = {}) {
   const auto& c = m.config;
   const int D = c.dim, hd = c.head_dim, nh = c.n_heads, nkv = c.n_kv_heads, H = c.hidden_dim;
   const size_t T = toks.size();
@@ -152,7 +154,9 @@ inline std::vector<std::vector<double>> reference_forward(const Model& m, const 
   std::vector<std::vector<double>> x(T, std::vector<double>(static_cast<size_t>(D)));
   for (size_t t = 0; t < T; ++t)
     for (int d = 0; d < D; ++d) x[t][static_cast<size_t>(d)] = emb[static_cast<size_t>(toks[t]) * D + d];
+  int layer_index = -1;
   for (const auto& L : m.layers) {
+    ++layer_index;
     const auto wq = mat(L.wq), wk = mat(L.wk), wv = mat(L.wv), wo = mat(L.wo), wg = mat(L.w_gate), wu = mat(L.w_up),
                wd = mat(L.w_down);
     std::vector<std::vector<double>> q(T), k(T), v(T);
@@ -184,6 +188,11 @@ inline std::vector<std::vector<double>> reference_forward(const Model& m, const 
         double mx = sc[0], sum = 0;
         for (double s : sc) mx = std::max(mx, s);
         for (double& s : sc) sum += (s = std::exp(s - mx));
+        if (on_probs) {
+          std::vector<double> p(sc.size());
+          for (size_t j = 0; j < sc.size(); ++j) p[j] = sc[j] / sum;
+          on_probs(layer_index, t, h, p);
+        }
         for (size_t j = 0; j < sc.size(); ++j)
           for (int d = 0; d < hd; ++d)
             att[static_cast<size_t>(h * hd + d)] += sc[j] / sum * v[static_cast<size_t>(visible[t][j])][static_cast<size_t>(kvh * hd + d)];

@@ -1,0 +1,119 @@
+#include <cstdio>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/svg_plot.h"
+#include "model/story_text.h"
+#include "model/tokenizer.h"
+#include "runtime/attention_stats.h"
+#include "runtime/engine.h"
+#include "util/mapped_file.h"
+
+namespace ss::cli {
+
+AttentionCommand::AttentionCommand(CLI::App& app) {
+  sub_ = app.add_subcommand("attention", "inspect attention sinks: share of attention on the first tokens per layer/head");
+  model_.add(*sub_);
+  policy_.add(*sub_, false);
+  auto* p = sub_->add_option("-p,--prompt", prompt_, "text to run");
+  auto* f = sub_->add_option("-f,--file", file_, "text file (TinyStories stories joined, or --raw)");
+  p->excludes(f);
+  sub_->add_flag("--raw", raw_, "use the file as-is");
+  sub_->add_option("--limit", limit_, "at most N tokens")->check(CLI::PositiveNumber)->capture_default_str();
+  sub_->add_option("-k,--first-k", first_k_, "the first k tokens count as sinks")->check(CLI::PositiveNumber)->capture_default_str();
+  sub_->add_option("--flag-ratio", flag_ratio_, "flag heads whose first-k share exceeds uniform by this factor")->capture_default_str();
+  sub_->add_option("--layer", map_layer_, "layer for the key-position map")->capture_default_str();
+  sub_->add_option("--head", map_head_, "head for the key-position map")->capture_default_str();
+  sub_->add_option("--map-queries", map_queries_, "queries shown in the key-position map")->capture_default_str();
+  sub_->add_option("--svg", svg_, "SVG heatmap: layers x heads, first-k share / uniform");
+  sub_->add_option("--svg-map", svg_map_, "SVG heatmap: query x key cache position for --layer/--head");
+}
+
+int AttentionCommand::run() {
+  auto fail = [](const std::string& m) {
+    std::fprintf(stderr, "error: %s\n", m.c_str());
+    return 1;
+  };
+  auto model_r = model_.load();
+  if (!model_r.ok()) return fail(model_r.error().message);
+  const auto model = model_r.value();
+  const auto& c = model->config;
+  if (map_layer_ < 0 || map_layer_ >= c.n_layers || map_head_ < 0 || map_head_ >= c.n_heads)
+    return fail("--layer/--head out of range (model has " + std::to_string(c.n_layers) + " layers, " +
+                std::to_string(c.n_heads) + " heads)");
+  std::string text = prompt_;
+  if (!file_.empty()) {
+    auto r = read_text_file(file_);
+    if (!r.ok()) return fail(r.error().message);
+    text = raw_ ? r.value() : join_stories(r.value());
+  }
+  if (text.empty()) return fail("give -p TEXT or -f FILE");
+  const Tokenizer tok(model->vocab);
+  auto tokens = tok.encode(text, model->vocab.add_bos);
+  if (static_cast<int64_t>(tokens.size()) > limit_) tokens.resize(static_cast<size_t>(limit_));
+  std::vector<std::string> pols_spec = policy_.policies.empty() ? std::vector<std::string>{"dense"} : policy_.policies;
+  auto pol = KvPolicy::parse(pols_spec[0], c.trained_context);
+  if (!pol.ok()) return fail(pol.error().message);
+  if (pol->kind == PolicyKind::Recompute) return fail("attention inspection needs a cache policy (dense, window, sinks)");
+
+  EngineOptions eo;
+  eo.threads = model_.threads;
+  eo.max_chunk = policy_.chunk;
+  eo.kv_blocks = blocks_needed(pol.value(), static_cast<int64_t>(tokens.size()), eo.block_tokens, eo.max_chunk) + 1;
+  Engine engine(model, eo);
+  AttentionStats stats(c.n_layers, c.n_heads, first_k_, map_layer_, map_head_, map_queries_);
+  engine.set_attention_observer(&stats);
+  const SeqId id = engine.create_sequence(pol.value()).value();
+  std::vector<std::vector<float>> logits;
+  const BatchItem item{id, tokens, false};
+  if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok()) return fail(st.error().message);
+  const auto shares = stats.finish();
+
+  std::printf("%zu tokens, policy %s, share of attention on the first %lld token(s)\n", tokens.size(), pol->name().c_str(),
+              static_cast<long long>(first_k_));
+  std::printf("%5s %5s %12s %12s %8s\n", "layer", "head", "first-k", "uniform", "ratio");
+  int flagged = 0;
+  for (int l = 0; l < c.n_layers; ++l)
+    for (int h = 0; h < c.n_heads; ++h) {
+      const auto& s = shares[static_cast<size_t>(l)][static_cast<size_t>(h)];
+      const bool flag = s.ratio() >= flag_ratio_;
+      flagged += flag;
+      std::printf("%5d %5d %12.4f %12.4f %8.2f%s\n", l, h, s.first_k_share, s.uniform_share, s.ratio(), flag ? "  <- sink head" : "");
+    }
+  std::printf("%d of %d heads put >= %.1fx the uniform share on the first %lld token(s)\n", flagged, c.n_layers * c.n_heads,
+              flag_ratio_, static_cast<long long>(first_k_));
+  if (!svg_.empty()) {
+    Heatmap hm;
+    hm.title = "Attention on the first " + std::to_string(first_k_) + " token(s) / uniform share";
+    hm.x_label = "head";
+    hm.y_label = "layer";
+    for (int h = 0; h < c.n_heads; ++h) hm.col_labels.push_back(std::to_string(h));
+    for (int l = 0; l < c.n_layers; ++l) {
+      hm.row_labels.push_back("layer " + std::to_string(l));
+      std::vector<double> row;
+      for (int h = 0; h < c.n_heads; ++h) row.push_back(shares[static_cast<size_t>(l)][static_cast<size_t>(h)].ratio());
+      hm.values.push_back(row);
+    }
+    std::ofstream(svg_) << hm.render();
+  }
+  if (!svg_map_.empty()) {
+    Heatmap hm;
+    hm.title = "Attention of layer " + std::to_string(map_layer_) + " head " + std::to_string(map_head_) + " by key cache position";
+    hm.x_label = "key position in the cache";
+    hm.y_label = "query";
+    const auto& mp = stats.map();
+    size_t cols = 0;
+    for (const auto& r : mp) cols = std::max(cols, r.size());
+    for (size_t q = 0; q < mp.size(); ++q) {
+      hm.row_labels.push_back(q % 8 == 0 ? std::to_string(q) : "");
+      std::vector<double> row(cols, 0.0);
+      for (size_t j = 0; j < mp[q].size(); ++j) row[j] = mp[q][j];
+      hm.values.push_back(row);
+    }
+    for (size_t j = 0; j < cols; ++j) hm.col_labels.push_back(std::to_string(j));
+    std::ofstream(svg_map_) << hm.render(cols > 64 ? 8 : 14);
+  }
+  return 0;
+}
+
+}  // namespace ss::cli

@@ -1,0 +1,28 @@
+#pragma once
+// Progress reporting on stderr: a redrawn bar on a terminal, plain lines
+// (every 10%) otherwise, so piped or redirected output is never corrupted.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+namespace ss::cli {
+
+class Progress {
+ public:
+  Progress(std::string label, bool tty);
+  // done/total tokens; extra: text appended (e.g. running perplexity).
+  void update(int64_t done, int64_t total, const std::string& extra);
+  void finish();
+
+ private:
+  std::string label_;
+  bool tty_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  int last_decile_ = -1;
+  bool drawn_ = false;
+};
+
+bool stderr_is_tty();
+
+}  // namespace ss::cli
