@@ -64,4 +64,22 @@ class AttentionCommand {
   long long map_queries_ = 64;
 };
 
+class BenchCommand {
+ public:
+  explicit BenchCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  ModelFlags model_;
+  PolicyFlags policy_;
+  std::string prefill_ = "64,256,1024";
+  std::string positions_ = "1000,10000,100000,1000000";
+  std::string compare_;
+  int samples_ = 256;
+  uint64_t seed_ = 1;
+  bool json_ = false;
+};
+
 }  // namespace ss::cli

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   ss::cli::GenerateCommand generate(app);
   ss::cli::PerplexityCommand perplexity(app);
   ss::cli::AttentionCommand attention(app);
+  ss::cli::BenchCommand bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -18,5 +19,6 @@ int main(int argc, char** argv) {
   if (generate.selected()) return generate.run();
   if (perplexity.selected()) return perplexity.run();
   if (attention.selected()) return attention.run();
+  if (bench.selected()) return bench.run();
   return 1;
 }

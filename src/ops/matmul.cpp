@@ -5,17 +5,6 @@
 
 namespace ss {
 
-float dot_f32(const float* a, const float* b, int n) {
-  // Eight independent partial sums let the compiler vectorise without -ffast-math.
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) acc[k] += a[i + k] * b[i + k];
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 namespace {
 // Below this many multiply-adds per part, splitting costs more than it saves.
 constexpr int64_t kMinWorkPerPart = 1 << 16;

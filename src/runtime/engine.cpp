@@ -6,6 +6,7 @@
 
 #include "kv/positions.h"
 #include "ops/activations.h"
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
 #include "util/check.h"
@@ -213,6 +214,7 @@ void Engine::attention(int layer, int T) {
 
   auto run = [&](size_t begin, size_t end) {
     thread_local std::vector<float> scores;
+    thread_local std::vector<float> acc;
     for (size_t task = begin; task < end; ++task) {
       const int t = static_cast<int>(task / static_cast<size_t>(c.n_heads));
       const int h = static_cast<int>(task % static_cast<size_t>(c.n_heads));
@@ -232,26 +234,23 @@ void Engine::attention(int layer, int T) {
       size_t j = 0;
       auto score_run = [&](const float* q) {
         return [&, q](BlockId b, int off, int count, int64_t) {
-          const float* kr = pool_.k(b, layer) + static_cast<size_t>(off) * kvd + head_off;
-          for (int r = 0; r < count; ++r, ++j, kr += kvd) scores[j] = dot_f32(q, kr, hd) * scale;
+          attn_scores(q, pool_.k(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, scale, scores.data() + j);
+          j += static_cast<size_t>(count);
         };
       };
       seq.for_each_run(0, n_sinks, score_run(qsink));
       seq.for_each_run(w0, w0 + n_win, score_run(qt));
-      softmax_inplace(scores.data(), static_cast<int>(n));
+      softmax(scores.data(), static_cast<int>(n));
       if (observer_) observer_->on_attention(layer, h, tok_seq_id_[t], pos, n_sinks, w0, scores);
-      float* out = att_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
-      std::fill(out, out + hd, 0.0f);
+      acc.assign(static_cast<size_t>(hd), 0.0f);
       j = 0;
       auto mix_run = [&](BlockId b, int off, int count, int64_t) {
-        const float* vr = pool_.v(b, layer) + static_cast<size_t>(off) * kvd + head_off;
-        for (int r = 0; r < count; ++r, ++j, vr += kvd) {
-          const float p = scores[j];
-          for (int d = 0; d < hd; ++d) out[d] += p * vr[d];
-        }
+        attn_accumulate(scores.data() + j, pool_.v(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, acc.data());
+        j += static_cast<size_t>(count);
       };
       seq.for_each_run(0, n_sinks, mix_run);
       seq.for_each_run(w0, w0 + n_win, mix_run);
+      std::copy(acc.begin(), acc.end(), att_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd);
     }
   };
   threads_.parallel_for(static_cast<size_t>(T) * static_cast<size_t>(c.n_heads), run, parts);

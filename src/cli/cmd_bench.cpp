@@ -1,0 +1,191 @@
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "runtime/engine.h"
+#include "runtime/scoring.h"
+#include "util/rss.h"
+
+namespace ss::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5));
+  return v[i];
+}
+
+Result<std::vector<int64_t>> parse_list(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size() || v <= 0) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      return make_error("not a list of positive integers: '" + s + "'");
+    }
+  }
+  return out;
+}
+
+struct DecodeSample {
+  int64_t position;
+  double p50_ms, p99_ms, tok_s;
+  size_t rss;
+};
+
+}  // namespace
+
+BenchCommand::BenchCommand(CLI::App& app) {
+  sub_ = app.add_subcommand("bench", "prefill/decode speed, per-token latency and memory along an endless stream");
+  model_.add(*sub_);
+  policy_.add(*sub_, false);
+  sub_->add_option("--prefill", prefill_, "prompt lengths for prefill throughput")->capture_default_str();
+  sub_->add_option("--positions", positions_, "stream positions at which decode is measured")->capture_default_str();
+  sub_->add_option("--samples", samples_, "decode steps timed at each position")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  sub_->add_option("--compare", compare_, "baseline policy to compare per-token time against (e.g. recompute:512)");
+  sub_->add_option("--seed", seed_, "seed of the random token stream")->capture_default_str();
+  sub_->add_flag("--json", json_, "print results as JSON");
+}
+
+int BenchCommand::run() {
+  auto fail = [](const std::string& m) {
+    std::fprintf(stderr, "error: %s\n", m.c_str());
+    return 1;
+  };
+  auto model_r = model_.load();
+  if (!model_r.ok()) return fail(model_r.error().message);
+  const auto model = model_r.value();
+  auto pols = policy_.resolve(model->config.trained_context);
+  if (!pols.ok()) return fail(pols.error().message);
+  const KvPolicy policy = pols.value()[0];
+  if (policy.kind == PolicyKind::Recompute) return fail("bench the streaming policy; give recompute via --compare");
+  auto prefill = parse_list(prefill_);
+  auto positions = parse_list(positions_);
+  if (!prefill.ok()) return fail(prefill.error().message);
+  if (!positions.ok()) return fail(positions.error().message);
+  std::sort(positions->begin(), positions->end());
+  const int V = model->config.n_vocab;
+  std::mt19937_64 rng(seed_);
+  auto random_tokens = [&](size_t n) {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = static_cast<int32_t>(rng() % static_cast<uint64_t>(V));
+    return t;
+  };
+
+  EngineOptions eo;
+  eo.threads = model_.threads;
+  eo.max_chunk = policy_.chunk;
+  const int64_t max_prefill = *std::max_element(prefill->begin(), prefill->end());
+  const int64_t dense_tokens = policy.bounded() ? 0 : std::max<int64_t>(max_prefill, positions->back() + samples_);
+  eo.kv_blocks = blocks_needed(policy, std::max<int64_t>(dense_tokens, max_prefill), eo.block_tokens, eo.max_chunk) + 2;
+  Engine engine(model, eo);
+  std::vector<std::vector<float>> logits;
+
+  // Prefill throughput: fresh sequence per length, best of three.
+  nlohmann::json out;
+  out["model"] = model->source;
+  out["policy"] = policy.name();
+  out["threads"] = model_.threads;
+  out["chunk"] = policy_.chunk;
+  if (!json_)
+    std::printf("model %s | policy %s | threads %d | chunk %d\n", model->source.c_str(), policy.name().c_str(), model_.threads,
+                policy_.chunk);
+  for (int64_t n : prefill.value()) {
+    double best = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto toks = random_tokens(static_cast<size_t>(n));
+      const SeqId id = engine.create_sequence(policy).value();
+      const BatchItem item{id, toks, false};
+      const auto t0 = Clock::now();
+      auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits);
+      const double ms = ms_since(t0);
+      engine.free_sequence(id);
+      if (!st.ok()) return fail(st.error().message);
+      best = std::min(best, ms);
+    }
+    const double tps = static_cast<double>(n) / (best / 1000.0);
+    out["prefill"].push_back({{"tokens", n}, {"tok_s", tps}});
+    if (!json_) std::printf("prefill %8lld tokens: %10.1f tok/s\n", static_cast<long long>(n), tps);
+  }
+
+  // Decode along one endless stream: fast-forward by prefill, then time single steps.
+  const SeqId id = engine.create_sequence(policy).value();
+  int64_t pos = 0;
+  std::vector<DecodeSample> samples;
+  auto decode_steps = [&](int steps, std::vector<double>& lat) -> Status {
+    int32_t tok = static_cast<int32_t>(rng() % static_cast<uint64_t>(V));
+    for (int i = 0; i < steps; ++i) {
+      const BatchItem item{id, std::span<const int32_t>(&tok, 1), false};
+      const auto t0 = Clock::now();
+      SS_TRY(engine.forward(std::span<const BatchItem>(&item, 1), logits));
+      lat.push_back(ms_since(t0));
+      tok = static_cast<int32_t>(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin());
+      ++pos;
+    }
+    return ok_status();
+  };
+  std::vector<double> warm;
+  if (auto st = decode_steps(8, warm); !st.ok()) return fail(st.error().message);
+  for (int64_t target : positions.value()) {
+    while (pos < target) {
+      const auto toks = random_tokens(static_cast<size_t>(std::min<int64_t>(target - pos, 4096)));
+      const BatchItem item{id, toks, false};
+      if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok()) return fail(st.error().message);
+      pos += static_cast<int64_t>(toks.size());
+    }
+    std::vector<double> lat;
+    if (auto st = decode_steps(samples_, lat); !st.ok()) return fail(st.error().message);
+    double total = 0;
+    for (double l : lat) total += l;
+    DecodeSample s{target, percentile(lat, 0.5), percentile(lat, 0.99), lat.size() / (total / 1000.0), current_rss_bytes()};
+    samples.push_back(s);
+    out["decode"].push_back({{"position", s.position}, {"p50_ms", s.p50_ms}, {"p99_ms", s.p99_ms}, {"tok_s", s.tok_s},
+                             {"rss_bytes", s.rss}, {"kv_blocks_used", engine.pool().used_blocks()}});
+    if (!json_)
+      std::printf("decode at %9lld: p50 %8.4f ms  p99 %8.4f ms  %10.1f tok/s  RSS %7.1f MiB  KV blocks %d\n",
+                  static_cast<long long>(s.position), s.p50_ms, s.p99_ms, s.tok_s, s.rss / 1048576.0, engine.pool().used_blocks());
+  }
+  engine.free_sequence(id);
+
+  if (!compare_.empty()) {
+    auto base = KvPolicy::parse(compare_, model->config.trained_context);
+    if (!base.ok()) return fail(base.error().message);
+    if (base->kind != PolicyKind::Recompute) return fail("--compare takes recompute:L");
+    const int64_t L = base->recompute_len;
+    EngineOptions be = eo;
+    be.kv_blocks = blocks_needed(KvPolicy::dense(), L, be.block_tokens, be.max_chunk) + 1;
+    Engine baseline(model, be);
+    const auto window = random_tokens(static_cast<size_t>(L));
+    std::vector<double> lat;
+    for (int i = 0; i < std::min(samples_, 64); ++i) {
+      const auto t0 = Clock::now();
+      auto lg = recompute_logits(baseline, window);
+      if (!lg.ok()) return fail(lg.error().message);
+      lat.push_back(ms_since(t0));
+    }
+    const double p50 = percentile(lat, 0.5), ours = samples.empty() ? 0 : samples.front().p50_ms;
+    out["compare"] = {{"policy", base->name()}, {"p50_ms", p50}, {"speedup_p50", ours > 0 ? p50 / ours : 0}};
+    if (!json_)
+      std::printf("%s per token: p50 %.4f ms -> %s is %.1fx faster per token (p50 at position %lld)\n", base->name().c_str(), p50,
+                  policy.name().c_str(), ours > 0 ? p50 / ours : 0.0, samples.empty() ? 0LL : static_cast<long long>(samples.front().position));
+  }
+  if (json_) std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace ss::cli
