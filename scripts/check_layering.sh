@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Each src/ folder may include only itself and folders before it in
-# util → format → model → ops → kv → runtime → sample → cli.
+# util → format → model → ops → kv → runtime → sample → server → cli.
 set -euo pipefail
 src="${1:-$(dirname "$0")/../src}"
-order=(util format model ops kv runtime sample cli)
+order=(util format model ops kv runtime sample server cli)
 rank() { for i in "${!order[@]}"; do [[ "${order[$i]}" == "$1" ]] && { echo "$i"; return; }; done; echo -1; }
 bad=0
 for dir in "${order[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sinkstream builds with, only those missing.
 set -euo pipefail
-pkgs=(build-essential cmake libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev)
+pkgs=(build-essential cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libxml2-utils curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

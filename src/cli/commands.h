@@ -82,4 +82,22 @@ class BenchCommand {
   bool json_ = false;
 };
 
+class ServeCommand {
+ public:
+  explicit ServeCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  ModelFlags model_;
+  PolicyFlags policy_;
+  std::string host_ = "127.0.0.1";
+  int port_ = 8080;
+  std::string api_key_, state_dir_, chat_template_;
+  int max_sessions_ = 256, max_batch_ = 64, max_queue_ = 256, kv_blocks_ = 0;
+  size_t max_body_ = 1 << 20;
+  long long max_prompt_tokens_ = 1 << 16, max_tokens_limit_ = 0;
+};
+
 }  // namespace ss::cli

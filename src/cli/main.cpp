@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   ss::cli::PerplexityCommand perplexity(app);
   ss::cli::AttentionCommand attention(app);
   ss::cli::BenchCommand bench(app);
+  ss::cli::ServeCommand serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -20,5 +21,6 @@ int main(int argc, char** argv) {
   if (perplexity.selected()) return perplexity.run();
   if (attention.selected()) return attention.run();
   if (bench.selected()) return bench.run();
+  if (serve.selected()) return serve.run();
   return 1;
 }

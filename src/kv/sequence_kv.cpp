@@ -79,3 +79,41 @@ KvSlot SequenceKv::slot(int64_t u) const {
 }
 
 }  // namespace ss
+
+namespace ss {
+
+std::vector<int64_t> SequenceKv::resident() const {
+  std::vector<int64_t> out;
+  const int64_t s = std::min(policy_.sinks, n_seen_);
+  for (int64_t u = 0; u < s; ++u) out.push_back(u);
+  const int64_t w0 = policy_.bounded() ? std::max(policy_.sinks, n_seen_ - policy_.window) : policy_.sinks;
+  for (int64_t u = w0; u < n_seen_; ++u) out.push_back(u);
+  return out;
+}
+
+Status SequenceKv::restore(int64_t n_seen, const std::vector<int64_t>& resident) {
+  SS_CHECK(n_seen_ == 0);
+  for (int64_t u : resident) {
+    if (u < 0 || u >= n_seen) return make_error("restore: index outside the sequence");
+    BlockId* b = block_for(u);
+    if (*b >= 0) continue;
+    auto id = pool_.allocate();
+    if (!id) return make_error("KV cache full: cannot restore the sequence");
+    *b = *id;
+  }
+  n_seen_ = n_seen;
+  return ok_status();
+}
+
+Status SequenceKv::adopt_sinks(const std::vector<BlockId>& blocks) {
+  if (blocks.size() != sink_blocks_.size()) return make_error("adopt_sinks: block count mismatch");
+  for (BlockId b : blocks) pool_.retain(b);
+  for (BlockId& own : sink_blocks_) {
+    if (own >= 0) pool_.release(own);
+  }
+  sink_blocks_ = blocks;
+  if (n_seen_ < policy_.sinks) n_seen_ = policy_.sinks;
+  return ok_status();
+}
+
+}  // namespace ss

@@ -43,6 +43,16 @@ class SequenceKv {
   void advance(int64_t n);
   KvSlot slot(int64_t text_index) const;
 
+  // Text indices resident in the cache now (sinks, then the window, oldest first).
+  std::vector<int64_t> resident() const;
+  // Rebuilds an empty sequence that has seen n_seen tokens, with slots for the
+  // given resident indices (contents are written by the caller).
+  Status restore(int64_t n_seen, const std::vector<int64_t>& resident);
+  // Sink blocks (complete once n_seen >= S), and adopting another sequence's
+  // identical sink blocks read-only (reference-counted) instead of owning them.
+  const std::vector<BlockId>& sink_blocks() const { return sink_blocks_; }
+  Status adopt_sinks(const std::vector<BlockId>& blocks);
+
   // Calls fn(block, first_offset, count, first_text_index) for maximal runs
   // of consecutive text indices [begin, end) that sit contiguously in one
   // block, so readers walk KV rows without per-token lookups.

@@ -1,5 +1,6 @@
 #include "model/tokenizer.h"
 
+#include <algorithm>
 #include <queue>
 
 #include "util/check.h"
@@ -72,6 +73,14 @@ Tokenizer::Tokenizer(const Vocab& vocab) : vocab_(vocab) {
     key += vocab_.merges[r].second;
     merge_ranks_.emplace(std::move(key), static_cast<int32_t>(r));
   }
+  for (int32_t id = 0; id < vocab_.size(); ++id) {
+    const auto t = vocab_.types[static_cast<size_t>(id)];
+    if ((t == TokenType::Control || t == TokenType::UserDefined) && !vocab_.pieces[static_cast<size_t>(id)].empty())
+      specials_.push_back(id);
+  }
+  std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
+    return vocab_.pieces[static_cast<size_t>(a)].size() > vocab_.pieces[static_cast<size_t>(b)].size();
+  });
   // GPT-2's reversible byte <-> printable code point map.
   int extra = 0;
   for (int b = 0; b < 256; ++b) {
@@ -91,17 +100,50 @@ int32_t Tokenizer::merge_rank(const std::string& a, const std::string& b) const 
   return it == merge_ranks_.end() ? -1 : it->second;
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   std::vector<int32_t> ids;
   if (add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
   if (text.empty()) return ids;
-  const auto body = vocab_.kind == VocabKind::ByteLevel ? encode_byte_level(text) : encode_spm_like(text);
-  ids.insert(ids.end(), body.begin(), body.end());
+  if (!parse_special) {
+    const auto body = encode_fragment(text, true);
+    ids.insert(ids.end(), body.begin(), body.end());
+    return ids;
+  }
+  size_t start = 0, i = 0;
+  while (i < text.size()) {
+    int32_t hit = -1;
+    for (int32_t id : specials_) {
+      const std::string& p = vocab_.pieces[static_cast<size_t>(id)];
+      if (text.compare(i, p.size(), p) == 0) {
+        hit = id;
+        break;
+      }
+    }
+    if (hit < 0) {
+      ++i;
+      continue;
+    }
+    if (i > start) {
+      const auto body = encode_fragment(text.substr(start, i - start), start == 0);
+      ids.insert(ids.end(), body.begin(), body.end());
+    }
+    ids.push_back(hit);
+    i += vocab_.pieces[static_cast<size_t>(hit)].size();
+    start = i;
+  }
+  if (start < text.size()) {
+    const auto body = encode_fragment(text.substr(start), start == 0);
+    ids.insert(ids.end(), body.begin(), body.end());
+  }
   return ids;
 }
 
-std::vector<int32_t> Tokenizer::encode_spm_like(std::string_view text) const {
-  const std::string norm = (vocab_.add_space_prefix ? kSpaceMark : std::string()) + replace_spaces(text);
+std::vector<int32_t> Tokenizer::encode_fragment(std::string_view text, bool at_start) const {
+  return vocab_.kind == VocabKind::ByteLevel ? encode_byte_level(text) : encode_spm_like(text, at_start);
+}
+
+std::vector<int32_t> Tokenizer::encode_spm_like(std::string_view text, bool at_start) const {
+  const std::string norm = (vocab_.add_space_prefix && at_start ? kSpaceMark : std::string()) + replace_spaces(text);
   std::vector<Symbol> syms;
   const auto chars = utf8_chars(norm);
   syms.reserve(chars.size());
@@ -221,12 +263,12 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
 }
 
 std::string Detokenizer::push(int32_t id) {
-  std::string bytes = tok_.token_bytes(id);
+  std::string bytes = tok_->token_bytes(id);
   if (bytes.empty()) return {};
   if (at_start_) {
     // SentencePiece-style vocabularies mark the word start with a space that
     // is not part of the text.
-    if (tok_.vocab().kind != VocabKind::ByteLevel && tok_.vocab().add_space_prefix && bytes[0] == ' ') bytes.erase(0, 1);
+    if (tok_->vocab().kind != VocabKind::ByteLevel && tok_->vocab().add_space_prefix && bytes[0] == ' ') bytes.erase(0, 1);
     at_start_ = false;
   }
   return buf_.push(bytes);

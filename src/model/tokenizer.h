@@ -17,8 +17,11 @@ class Tokenizer {
  public:
   explicit Tokenizer(const Vocab& vocab);
 
-  // Encodes text; adds BOS first when add_bos and the vocab has one.
-  std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+  // Encodes text; adds BOS first when add_bos and the vocab has one. With
+  // parse_special, control/user-defined token texts (e.g. "<|im_start|>")
+  // in the text become those tokens (chat templates); otherwise they are
+  // plain text.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
   // Raw bytes of one token (control tokens give ""; byte tokens their byte).
   std::string token_bytes(int32_t id) const;
   // Whole-sequence decode (leading space after BOS stripped, like SentencePiece).
@@ -26,7 +29,8 @@ class Tokenizer {
   const Vocab& vocab() const { return vocab_; }
 
  private:
-  std::vector<int32_t> encode_spm_like(std::string_view text) const;
+  std::vector<int32_t> encode_fragment(std::string_view text, bool at_start) const;
+  std::vector<int32_t> encode_spm_like(std::string_view text, bool at_start) const;
   std::vector<int32_t> encode_byte_level(std::string_view text) const;
   void rank_merge_word(const std::string& word, std::vector<int32_t>& out) const;
   int32_t merge_rank(const std::string& a, const std::string& b) const;
@@ -34,6 +38,7 @@ class Tokenizer {
   const Vocab& vocab_;
   std::unordered_map<std::string, int32_t> merge_ranks_;  // "a\0b" -> rank
   std::string byte_to_unicode_[256];
+  std::vector<int32_t> specials_;  // control/user-defined ids, longest text first
   std::unordered_map<uint32_t, uint8_t> unicode_to_byte_;
 };
 
@@ -41,12 +46,12 @@ class Tokenizer {
 // puts before the first word, and holds back incomplete UTF-8.
 class Detokenizer {
  public:
-  explicit Detokenizer(const Tokenizer& tok) : tok_(tok) {}
+  explicit Detokenizer(const Tokenizer& tok) : tok_(&tok) {}
   std::string push(int32_t id);
   std::string flush() { return buf_.flush(); }
 
  private:
-  const Tokenizer& tok_;
+  const Tokenizer* tok_;
   Utf8StreamBuffer buf_;
   bool at_start_ = true;
 };

@@ -44,6 +44,60 @@ const SequenceKv* Engine::sequence(SeqId id) const {
   return it == seqs_.end() ? nullptr : it->second.get();
 }
 
+SequenceKv* Engine::mutable_sequence(SeqId id) {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+SequenceState Engine::export_sequence(SeqId id) const {
+  const SequenceKv& seq = *seqs_.at(id);
+  SequenceState st;
+  st.policy = seq.policy();
+  st.n_seen = seq.n_seen();
+  st.indices = seq.resident();
+  const int kvd = config().kv_dim();
+  for (int64_t u : st.indices) {
+    const KvSlot s = seq.slot(u);
+    for (int l = 0; l < config().n_layers; ++l) {
+      const float* k = pool_.k(s.block, l) + static_cast<size_t>(s.offset) * kvd;
+      const float* v = pool_.v(s.block, l) + static_cast<size_t>(s.offset) * kvd;
+      st.rows.insert(st.rows.end(), k, k + kvd);
+      st.rows.insert(st.rows.end(), v, v + kvd);
+    }
+  }
+  return st;
+}
+
+Result<SeqId> Engine::import_sequence(const SequenceState& st) {
+  const size_t per = static_cast<size_t>(config().n_layers) * 2 * static_cast<size_t>(config().kv_dim());
+  if (st.rows.size() != st.indices.size() * per) return make_error("sequence state: row data does not match the model");
+  SS_ASSIGN_OR_RETURN(const SeqId id, create_sequence(st.policy));
+  SequenceKv& seq = *seqs_.at(id);
+  if (auto r = seq.restore(st.n_seen, st.indices); !r.ok()) {
+    free_sequence(id);
+    return r.error();
+  }
+  const int kvd = config().kv_dim();
+  const float* src = st.rows.data();
+  for (int64_t u : st.indices) {
+    const KvSlot s = seq.slot(u);
+    for (int l = 0; l < config().n_layers; ++l) {
+      std::memcpy(pool_.k(s.block, l) + static_cast<size_t>(s.offset) * kvd, src, sizeof(float) * kvd);
+      src += kvd;
+      std::memcpy(pool_.v(s.block, l) + static_cast<size_t>(s.offset) * kvd, src, sizeof(float) * kvd);
+      src += kvd;
+    }
+  }
+  return id;
+}
+
+Status Engine::adopt_sinks(SeqId id, const std::vector<BlockId>& blocks) {
+  auto* seq = mutable_sequence(id);
+  if (!seq) return make_error("unknown sequence");
+  if (seq->n_seen() != 0) return make_error("adopt_sinks: sequence is not empty");
+  return seq->adopt_sinks(blocks);
+}
+
 Status Engine::forward(std::span<const BatchItem> items, std::vector<std::vector<float>>& logits) {
   const int n_vocab = config().n_vocab;
   for (const auto& it : items) {

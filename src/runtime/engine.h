@@ -26,6 +26,15 @@ struct EngineOptions {
 
 using SeqId = int32_t;
 
+// A sequence's cache as plain data, for persistence: the resident text
+// indices and, per index, K then V of every layer ([layers][2][kv_dim]).
+struct SequenceState {
+  KvPolicy policy;
+  int64_t n_seen = 0;
+  std::vector<int64_t> indices;
+  std::vector<float> rows;
+};
+
 struct BatchItem {
   SeqId seq = -1;
   std::span<const int32_t> tokens;
@@ -61,6 +70,12 @@ class Engine {
   Result<SeqId> create_sequence(const KvPolicy& policy);
   void free_sequence(SeqId id);
   const SequenceKv* sequence(SeqId id) const;
+  SequenceState export_sequence(SeqId id) const;
+  Result<SeqId> import_sequence(const SequenceState& st);
+  // Shares `blocks` (another sequence's complete sink blocks) read-only.
+  Status adopt_sinks(SeqId id, const std::vector<BlockId>& blocks);
+  SequenceKv* mutable_sequence(SeqId id);
+
   // nullptr to stop observing. While set, attention runs on one thread.
   void set_attention_observer(AttentionObserver* obs) { observer_ = obs; }
 

@@ -1,0 +1,337 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "server/web_page.h"
+
+namespace ss {
+
+namespace {
+
+using nlohmann::json;
+
+json error_body(const std::string& msg, const std::string& type, const std::string& param = "") {
+  return {{"error", {{"message", msg}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
+}
+
+void send_error(httplib::Response& res, int status, const std::string& msg, const std::string& param = "") {
+  const std::string type = status == 401 ? "authentication_error"
+                           : status == 404 ? "not_found_error"
+                           : status == 429 ? "rate_limit_error"
+                           : status >= 500 ? "server_error"
+                                           : "invalid_request_error";
+  res.status = status;
+  if (status == 429) res.set_header("Retry-After", "1");
+  res.set_content(error_body(msg, type, param).dump(), "application/json");
+}
+
+std::string new_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  std::ostringstream o;
+  o << prefix << std::hex << salt << "-" << counter.fetch_add(1);
+  return o.str();
+}
+
+int64_t now_s() { return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+// Fields shared by both completion endpoints; returns an error message or "".
+std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream) {
+  auto num = [&](const char* k, double lo, double hi, double& out) -> std::string {
+    if (!j.contains(k) || j[k].is_null()) return "";
+    if (!j[k].is_number()) return std::string("'") + k + "' must be a number";
+    out = j[k].get<double>();
+    if (!(out >= lo && out <= hi)) return std::string("'") + k + "' is out of range";
+    return "";
+  };
+  double temp = 1.0, top_p = 1.0;
+  if (auto e = num("temperature", 0, 2, temp); !e.empty()) return e;
+  if (auto e = num("top_p", 0, 1, top_p); !e.empty()) return e;
+  if (top_p <= 0) return "'top_p' must be > 0";
+  r.sampling.temperature = static_cast<float>(temp);
+  r.sampling.top_p = static_cast<float>(top_p);
+  r.sampling.top_k = 0;
+  r.sampling.min_p = 0;
+  r.sampling.seed = std::random_device{}();
+  if (j.contains("seed") && !j["seed"].is_null()) {
+    if (!j["seed"].is_number_integer()) return "'seed' must be an integer";
+    r.sampling.seed = static_cast<uint64_t>(j["seed"].get<int64_t>());
+  }
+  if (j.contains("max_tokens") && !j["max_tokens"].is_null()) {
+    if (!j["max_tokens"].is_number_integer()) return "'max_tokens' must be an integer";
+    r.max_tokens = j["max_tokens"].get<int64_t>();
+    if (r.max_tokens < 0) return "'max_tokens' must be >= 0";
+  }
+  if (max_tokens_limit > 0 && (r.max_tokens < 0 || r.max_tokens > max_tokens_limit)) r.max_tokens = max_tokens_limit;
+  if (j.contains("stop") && !j["stop"].is_null()) {
+    if (j["stop"].is_string()) r.stop.push_back(j["stop"].get<std::string>());
+    else if (j["stop"].is_array() && j["stop"].size() <= 4) {
+      for (const auto& s : j["stop"]) {
+        if (!s.is_string()) return "'stop' must be a string or an array of strings";
+        r.stop.push_back(s.get<std::string>());
+      }
+    } else {
+      return "'stop' must be a string or an array of up to 4 strings";
+    }
+  }
+  stream = false;
+  if (j.contains("stream") && !j["stream"].is_null()) {
+    if (!j["stream"].is_boolean()) return "'stream' must be a boolean";
+    stream = j["stream"].get<bool>();
+  }
+  return "";
+}
+
+}  // namespace
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = static_cast<unsigned char>(a.size() != b.size());
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string render_metrics(const SchedulerMetrics& m) {
+  std::ostringstream o;
+  auto metric = [&](const char* name, const char* type, const char* help, double v) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
+  };
+  metric("sinkstream_requests_total", "counter", "Generation requests accepted.", static_cast<double>(m.requests_total));
+  metric("sinkstream_requests_rejected_total", "counter", "Requests refused (queue or session limits).", static_cast<double>(m.requests_rejected));
+  metric("sinkstream_tokens_in_total", "counter", "Prompt tokens prefilled.", static_cast<double>(m.tokens_in));
+  metric("sinkstream_tokens_out_total", "counter", "Tokens generated.", static_cast<double>(m.tokens_out));
+  metric("sinkstream_active_requests", "gauge", "Requests in the running batch.", static_cast<double>(m.active));
+  metric("sinkstream_queue_depth", "gauge", "Requests waiting to join the batch.", static_cast<double>(m.queued));
+  metric("sinkstream_sessions", "gauge", "Live sessions.", static_cast<double>(m.sessions));
+  metric("sinkstream_kv_blocks_used", "gauge", "KV blocks in use.", static_cast<double>(m.kv_blocks_used));
+  metric("sinkstream_kv_blocks_free", "gauge", "KV blocks free.", static_cast<double>(m.kv_blocks_total - m.kv_blocks_used));
+  metric("sinkstream_persist_errors_total", "counter", "Session state writes that failed.", static_cast<double>(m.persist_errors));
+  o << "# HELP sinkstream_token_latency_ms Time of the batched step that produced each generated token.\n"
+    << "# TYPE sinkstream_token_latency_ms histogram\n";
+  for (size_t b = 0; b < m.latency_buckets_ms.size(); ++b)
+    o << "sinkstream_token_latency_ms_bucket{le=\"" << m.latency_buckets_ms[b] << "\"} " << m.latency_counts[b] << "\n";
+  o << "sinkstream_token_latency_ms_bucket{le=\"+Inf\"} " << m.latency_count << "\n"
+    << "sinkstream_token_latency_ms_sum " << m.latency_sum_ms << "\n"
+    << "sinkstream_token_latency_ms_count " << m.latency_count << "\n";
+  return o.str();
+}
+
+HttpServer::HttpServer(Scheduler& sched, const ServerOptions& opts) : sched_(sched), opts_(opts), svr_(std::make_unique<httplib::Server>()) {
+  routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  if (opts_.port == 0) return svr_->bind_to_any_port(opts_.host);
+  return svr_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1;
+}
+
+bool HttpServer::serve() { return svr_->listen_after_bind(); }
+void HttpServer::stop() { svr_->stop(); }
+
+void HttpServer::routes() {
+  auto& s = *svr_;
+  s.set_payload_max_length(opts_.max_body_bytes);
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (opts_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string want = "Bearer " + opts_.api_key;
+    if (!constant_time_equal(auth, want)) {
+      send_error(res, 401, "invalid or missing API key");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string msg = res.status == 413 ? "request body too large" : res.status == 404 ? "not found" : "request failed";
+    send_error(res, res.status, msg);
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+    send_error(res, 500, "internal error");
+  });
+
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kWebPage, "text/html; charset=utf-8"); });
+  s.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content(R"({"status":"ok"})", "application/json"); });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render_metrics(sched_.metrics()), "text/plain; version=0.0.4");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const json j = {{"object", "list"},
+                    {"data", {{{"id", opts_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "sinkstream"}}}}};
+    res.set_content(j.dump(), "application/json");
+  });
+  auto session_json = [](const SessionInfo& i) {
+    return json{{"id", i.id},
+                {"object", "session"},
+                {"tokens_seen", i.tokens_seen},
+                {"turns", i.turns},
+                {"tokens_in", i.tokens_in},
+                {"tokens_out", i.tokens_out},
+                {"busy", i.busy},
+                {"shared_sinks", i.shared_sinks},
+                {"cache",
+                 {{"sinks", i.sinks}, {"window", i.window}, {"capacity_sinks", i.capacity_sinks},
+                  {"capacity_window", i.capacity_window}, {"evicted", i.evicted}}}};
+  };
+  s.Get(R"(/v1/sessions/([^/]+))", [this, session_json](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (!valid_session_id(id)) return send_error(res, 400, "invalid session id", "session_id");
+    auto info = sched_.session(id);
+    if (!info) return send_error(res, 404, "unknown session '" + id + "'");
+    res.set_content(session_json(*info).dump(), "application/json");
+  });
+  s.Get("/v1/sessions", [this, session_json](const httplib::Request&, httplib::Response& res) {
+    json arr = json::array();
+    for (const auto& i : sched_.sessions()) arr.push_back(session_json(i));
+    res.set_content(json{{"object", "list"}, {"data", arr}}.dump(), "application/json");
+  });
+  s.Delete(R"(/v1/sessions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (!valid_session_id(id)) return send_error(res, 400, "invalid session id", "session_id");
+    if (!sched_.delete_session(id)) return send_error(res, 404, "unknown session '" + id + "'");
+    res.set_content(json{{"id", id}, {"object", "session"}, {"deleted", true}}.dump(), "application/json");
+  });
+
+  auto completion = [this](bool chat) {
+    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+      const json j = json::parse(req.body, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) return send_error(res, 400, "request body is not a JSON object");
+      auto gr = std::make_shared<GenerationRequest>();
+      bool stream = false;
+      if (auto e = parse_common(j, *gr, opts_.max_tokens_limit, stream); !e.empty()) return send_error(res, 400, e);
+      std::string sid = req.get_header_value("X-Session-Id");
+      if (j.contains("session_id") && !j["session_id"].is_null()) {
+        if (!j["session_id"].is_string()) return send_error(res, 400, "'session_id' must be a string", "session_id");
+        sid = j["session_id"].get<std::string>();
+      }
+      if (!sid.empty() && !valid_session_id(sid))
+        return send_error(res, 400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id");
+      gr->session_id = sid;
+      const bool first_turn = sid.empty() || !sched_.session_exists(sid);
+      const Tokenizer& tok = sched_.tokenizer();
+      const auto& vocab = sched_.model().vocab;
+      if (chat) {
+        if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty())
+          return send_error(res, 400, "'messages' must be a non-empty array", "messages");
+        std::vector<ChatMessage> msgs;
+        for (const auto& m : j["messages"]) {
+          if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") || !m["content"].is_string())
+            return send_error(res, 400, "each message needs string 'role' and 'content'", "messages");
+          const std::string role = m["role"].get<std::string>();
+          if (role != "system" && role != "user" && role != "assistant")
+            return send_error(res, 400, "unknown role '" + role + "'", "messages");
+          msgs.push_back({role, m["content"].get<std::string>()});
+        }
+        // A session's cache already holds the conversation up to our last
+        // reply: only the messages after the last assistant message are new.
+        if (!first_turn) {
+          size_t last_assistant = msgs.size();
+          for (size_t i = 0; i < msgs.size(); ++i)
+            if (msgs[i].role == "assistant") last_assistant = i;
+          if (last_assistant < msgs.size()) msgs.erase(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(last_assistant) + 1);
+          if (msgs.empty()) return send_error(res, 400, "no new messages after the last assistant message", "messages");
+        }
+        const std::string text = render_chat_turn(opts_.chat, msgs, first_turn);
+        const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
+        gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
+      } else {
+        if (!j.contains("prompt") || !j["prompt"].is_string()) return send_error(res, 400, "'prompt' must be a string", "prompt");
+        gr->tokens = tok.encode(j["prompt"].get<std::string>(), first_turn && vocab.add_bos);
+      }
+      if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
+        return send_error(res, 400, "prompt has " + std::to_string(gr->tokens.size()) + " tokens; the limit is " +
+                                        std::to_string(opts_.max_prompt_tokens));
+      if (auto st = sched_.submit(gr); !st.ok()) {
+        const int code = status_of(st.error());
+        return send_error(res, code, st.error().message.substr(std::min<size_t>(5, st.error().message.size())));
+      }
+      const std::string id = new_id(chat ? "chatcmpl-" : "cmpl-");
+      const int64_t created = now_s();
+      const std::string model = opts_.model_name;
+      auto usage = [gr] {
+        std::lock_guard<std::mutex> lk(gr->mu);
+        return json{{"prompt_tokens", gr->prompt_tokens},
+                    {"completion_tokens", gr->completion_tokens},
+                    {"total_tokens", gr->prompt_tokens + gr->completion_tokens}};
+      };
+      if (!stream) {
+        std::string text;
+        bool done = false;
+        while (!done) text += gr->take(done, std::chrono::milliseconds(1000));
+        if (gr->finish_reason == "error") return send_error(res, gr->error_status ? gr->error_status : 500, gr->error);
+        json choice = {{"index", 0}, {"finish_reason", gr->finish_reason}};
+        if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
+        else choice["text"] = text;
+        json body = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created},
+                     {"model", model}, {"choices", json::array({choice})}, {"usage", usage()}};
+        if (!sid.empty()) body["session_id"] = sid;
+        res.set_content(body.dump(), "application/json");
+        return;
+      }
+      res.set_header("Cache-Control", "no-cache");
+      if (!sid.empty()) res.set_header("X-Session-Id", sid);
+      auto sent_role = std::make_shared<bool>(false);
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [gr, chat, id, created, model, sid, usage, sent_role](size_t, httplib::DataSink& sink) {
+            auto chunk = [&](const json& delta_or_text, const json& finish, bool with_usage) {
+              json choice = {{"index", 0}, {"finish_reason", finish}};
+              if (chat) choice["delta"] = delta_or_text;
+              else choice["text"] = delta_or_text;
+              json j = {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
+                        {"model", model}, {"choices", json::array({choice})}};
+              if (with_usage) j["usage"] = usage();
+              if (!sid.empty()) j["session_id"] = sid;
+              const std::string line = "data: " + j.dump() + "\n\n";
+              return sink.write(line.data(), line.size());
+            };
+            if (!*sent_role && chat) {
+              *sent_role = true;
+              if (!chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false)) {
+                gr->cancelled = true;
+                return false;
+              }
+            }
+            bool done = false;
+            const std::string text = gr->take(done, std::chrono::milliseconds(500));
+            bool ok = true;
+            if (!text.empty()) ok = chat ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
+            else if (!done) ok = sink.write(": keep-alive\n\n", 14);  // detects a client that left
+            if (!ok) {
+              gr->cancelled = true;
+              return false;
+            }
+            if (done) {
+              if (gr->finish_reason == "error") {
+                const std::string line = "data: " + error_body(gr->error, "server_error").dump() + "\n\n";
+                sink.write(line.data(), line.size());
+              } else {
+                chunk(chat ? json::object() : json(""), gr->finish_reason, true);
+              }
+              sink.write("data: [DONE]\n\n", 14);
+              sink.done();
+            }
+            return true;
+          },
+          [gr](bool success) {
+            std::lock_guard<std::mutex> lk(gr->mu);
+            if (!success || !gr->finished) gr->cancelled = true;
+          });
+    };
+  };
+  s.Post("/v1/completions", completion(false));
+  s.Post("/v1/chat/completions", completion(true));
+}
+
+}  // namespace ss

@@ -1,0 +1,198 @@
+#include "server/session_file.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "util/byte_reader.h"
+#include "util/mapped_file.h"
+
+namespace ss {
+
+namespace {
+constexpr uint32_t kMagic = 0x564B5353;  // "SSKV"
+constexpr uint32_t kVersion = 1;
+
+uint64_t fnv1a(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+template <typename T>
+void put(std::vector<uint8_t>& b, T v) {
+  const auto* p = reinterpret_cast<const uint8_t*>(&v);
+  b.insert(b.end(), p, p + sizeof(T));
+}
+
+Status write_all(int fd, const std::vector<uint8_t>& b, const std::string& path) {
+  size_t off = 0;
+  while (off < b.size()) {
+    const ssize_t n = ::write(fd, b.data() + off, b.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return make_error(path + ": write failed: " + std::strerror(errno));
+    }
+    off += static_cast<size_t>(n);
+  }
+  return ok_status();
+}
+}  // namespace
+
+bool valid_session_id(const std::string& id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-')) return false;
+  return true;
+}
+
+std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerprint& fp) {
+  std::vector<uint8_t> b;
+  put(b, kMagic);
+  put(b, kVersion);
+  put(b, fp.n_layers);
+  put(b, fp.kv_dim);
+  put(b, fp.n_vocab);
+  put<uint32_t>(b, static_cast<uint32_t>(r.id.size()));
+  b.insert(b.end(), r.id.begin(), r.id.end());
+  put<uint8_t>(b, static_cast<uint8_t>(r.state.policy.kind));
+  put(b, r.state.policy.sinks);
+  put(b, r.state.policy.window);
+  put(b, r.state.policy.recompute_len);
+  put(b, r.state.n_seen);
+  put(b, r.turns);
+  put(b, r.tokens_in);
+  put(b, r.tokens_out);
+  put<uint64_t>(b, r.pending.size());
+  for (int32_t t : r.pending) put(b, t);
+  put<uint64_t>(b, r.state.indices.size());
+  for (int64_t u : r.state.indices) put(b, u);
+  put<uint64_t>(b, r.state.rows.size());
+  const auto* rp = reinterpret_cast<const uint8_t*>(r.state.rows.data());
+  b.insert(b.end(), rp, rp + r.state.rows.size() * sizeof(float));
+  put(b, fnv1a(b.data(), b.size()));
+  return b;
+}
+
+Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const ModelFingerprint& fp) {
+  if (bytes.size() < 16) return make_error("session file truncated");
+  uint64_t sum;
+  std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
+  if (sum != fnv1a(bytes.data(), bytes.size() - 8)) return make_error("session file checksum mismatch (torn or corrupt)");
+  ByteReader r(std::span<const uint8_t>(bytes.data(), bytes.size() - 8));
+  uint32_t magic, version;
+  ModelFingerprint got;
+  if (!r.read(magic) || magic != kMagic) return make_error("not a sinkstream session file");
+  if (!r.read(version) || version != kVersion) return make_error("unsupported session file version");
+  if (!r.read(got.n_layers) || !r.read(got.kv_dim) || !r.read(got.n_vocab)) return make_error("session file truncated");
+  if (got.n_layers != fp.n_layers || got.kv_dim != fp.kv_dim || got.n_vocab != fp.n_vocab)
+    return make_error("session was saved with a different model");
+  SessionRecord s;
+  uint32_t id_len;
+  if (!r.read(id_len) || id_len > 64 || !r.read_bytes(id_len, s.id) || !valid_session_id(s.id)) return make_error("bad session id");
+  uint8_t kind;
+  auto& p = s.state.policy;
+  if (!r.read(kind) || kind > 3 || !r.read(p.sinks) || !r.read(p.window) || !r.read(p.recompute_len))
+    return make_error("bad policy in session file");
+  p.kind = static_cast<PolicyKind>(kind);
+  if (!r.read(s.state.n_seen) || !r.read(s.turns) || !r.read(s.tokens_in) || !r.read(s.tokens_out))
+    return make_error("session file truncated");
+  uint64_t n;
+  if (!r.read(n) || n > r.remaining() / 4) return make_error("bad pending count");
+  s.pending.resize(static_cast<size_t>(n));
+  for (auto& t : s.pending)
+    if (!r.read(t) || t < 0 || t >= fp.n_vocab) return make_error("bad pending token");
+  if (!r.read(n) || n > r.remaining() / 8) return make_error("bad index count");
+  s.state.indices.resize(static_cast<size_t>(n));
+  for (auto& u : s.state.indices)
+    if (!r.read(u) || u < 0 || u >= s.state.n_seen) return make_error("bad cache index");
+  if (!r.read(n) || n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * 2 * static_cast<uint64_t>(fp.kv_dim) ||
+      n * 4 != r.remaining())
+    return make_error("bad KV row count");
+  s.state.rows.resize(static_cast<size_t>(n));
+  std::string raw;
+  r.read_bytes(static_cast<size_t>(n) * 4, raw);
+  std::memcpy(s.state.rows.data(), raw.data(), raw.size());
+  return s;
+}
+
+Status save_session(const std::string& dir, const SessionRecord& rec, const ModelFingerprint& fp) {
+  if (!valid_session_id(rec.id)) return make_error("invalid session id");
+  const std::string path = dir + "/" + rec.id + ".sskv";
+  const std::string tmp = path + ".tmp";
+  const auto bytes = encode_session(rec, fp);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return make_error(tmp + ": cannot create: " + std::strerror(errno));
+  Status st = write_all(fd, bytes, tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = make_error(tmp + ": fsync failed: " + std::strerror(errno));
+  ::close(fd);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  // Keep the previous good copy until the new one is in place.
+  if (::access(path.c_str(), F_OK) == 0) ::rename(path.c_str(), (path + ".bak").c_str());
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return make_error(path + ": rename failed: " + std::strerror(errno));
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return ok_status();
+}
+
+static Result<SessionRecord> load_one(const std::string& path, const ModelFingerprint& fp) {
+  auto f = MappedFile::open(path);
+  if (!f.ok()) return f.error();
+  const auto b = f.value()->bytes();
+  auto r = decode_session(std::vector<uint8_t>(b.begin(), b.end()), fp);
+  if (!r.ok()) return make_error(path + ": " + r.error().message);
+  return r;
+}
+
+Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp) {
+  auto r = load_one(path, fp);
+  if (r.ok()) return r;
+  auto bak = load_one(path + ".bak", fp);
+  if (bak.ok()) return bak;
+  return r.error();
+}
+
+Status remove_session(const std::string& dir, const std::string& id) {
+  if (!valid_session_id(id)) return make_error("invalid session id");
+  const std::string path = dir + "/" + id + ".sskv";
+  ::unlink(path.c_str());
+  ::unlink((path + ".bak").c_str());
+  return ok_status();
+}
+
+std::vector<SessionRecord> load_all_sessions(const std::string& dir, const ModelFingerprint& fp,
+                                             std::vector<std::string>& problems) {
+  std::vector<SessionRecord> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  std::map<std::string, bool> ids;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    for (const std::string suffix : {".sskv", ".sskv.bak"})
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        ids[name.substr(0, name.size() - suffix.size())] = true;
+  }
+  ::closedir(d);
+  for (const auto& [id, _] : ids) {
+    if (!valid_session_id(id)) continue;
+    auto r = load_session(dir + "/" + id + ".sskv", fp);
+    if (r.ok()) out.push_back(std::move(r.value()));
+    else problems.push_back(r.error().message);
+  }
+  return out;
+}
+
+}  // namespace ss

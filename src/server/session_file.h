@@ -1,0 +1,40 @@
+#pragma once
+// Durable session state: one file per session in the state directory,
+// written as temp file + fsync + rename (+ fsync of the directory), in a
+// versioned binary format with a checksum. A torn or corrupt file is
+// detected on load and the previous good copy (.bak) is used instead.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/engine.h"
+#include "util/result.h"
+
+namespace ss {
+
+struct SessionRecord {
+  std::string id;
+  SequenceState state;
+  std::vector<int32_t> pending;  // sampled but not yet fed (fed with the next turn)
+  int64_t turns = 0;
+  int64_t tokens_in = 0, tokens_out = 0;
+};
+
+struct ModelFingerprint {
+  int32_t n_layers = 0, kv_dim = 0, n_vocab = 0;
+};
+
+std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerprint& fp);
+Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const ModelFingerprint& fp);
+
+// Session ids: 1..64 chars of [A-Za-z0-9_-] (they name files).
+bool valid_session_id(const std::string& id);
+
+Status save_session(const std::string& dir, const SessionRecord& r, const ModelFingerprint& fp);
+Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp);
+Status remove_session(const std::string& dir, const std::string& id);
+// Every session in dir (bad files are reported in `problems`, not loaded).
+std::vector<SessionRecord> load_all_sessions(const std::string& dir, const ModelFingerprint& fp,
+                                             std::vector<std::string>& problems);
+
+}  // namespace ss
