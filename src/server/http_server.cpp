@@ -126,6 +126,10 @@ std::string render_metrics(const SchedulerMetrics& m) {
 }
 
 HttpServer::HttpServer(Scheduler& sched, const ServerOptions& opts) : sched_(sched), opts_(opts), svr_(std::make_unique<httplib::Server>()) {
+  if (opts_.model_name.empty()) {
+    const std::string& src = sched_.model().source;
+    opts_.model_name = src.substr(src.find_last_of('/') + 1);
+  }
   routes();
 }
 

@@ -18,7 +18,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::string api_key;
-  std::string model_name = "sinkstream";
+  std::string model_name;  // empty: the model file or directory name
   ChatFamily chat = ChatFamily::Plain;
   size_t max_body_bytes = 1 << 20;
   int64_t max_prompt_tokens = 1 << 16;

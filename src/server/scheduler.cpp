@@ -211,6 +211,10 @@ void Scheduler::loop() {
     run_commands();
     admit();
     if (!active_.empty()) step();
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.active = static_cast<int64_t>(active_.size());
+    metrics_.kv_blocks_used = engine_.pool().used_blocks();
+    metrics_.kv_blocks_total = engine_.pool().total_blocks();
   }
 }
 
@@ -337,9 +341,23 @@ void Scheduler::admit() {
 }
 
 void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, int status) {
-  if (a.detok && reason != "error") {
-    a.text += a.detok->flush();
+  if (a.detok && reason != "error") a.text += a.detok->flush();
+  // Session bookkeeping and the durable write happen before the client hears
+  // the turn is over, so its next request finds the session idle and saved.
+  if (a.session) {
+    Session& s = *a.session;
+    if (a.last >= 0) s.pending = {a.last};
+    s.busy = false;
+    s.turns += 1;
+    s.tokens_in += a.req->prompt_tokens;
+    s.tokens_out += a.req->completion_tokens;
+    persist(a.req->session_id, s);
+    std::lock_guard<std::mutex> lock(mu_);
+    refresh_info(a.req->session_id, s);
+  } else if (a.seq >= 0) {
+    engine_.free_sequence(a.seq);
   }
+  a.seq = -1;
   {
     std::lock_guard<std::mutex> lk(a.req->mu);
     if (a.emitted < a.text.size() && reason != "error") a.req->pending_text += a.text.substr(a.emitted);
@@ -350,21 +368,6 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
     a.req->error_status = status;
   }
   a.req->cv.notify_all();
-  if (a.session) {
-    Session& s = *a.session;
-    if (a.last >= 0) s.pending = {a.last};
-    s.busy = false;
-    s.turns += 1;
-    s.tokens_in += a.req->prompt_tokens;
-    s.tokens_out += a.req->completion_tokens;
-    const std::string& id = a.req->session_id;
-    persist(id, s);
-    std::lock_guard<std::mutex> lock(mu_);
-    refresh_info(id, s);
-  } else if (a.seq >= 0) {
-    engine_.free_sequence(a.seq);
-  }
-  a.seq = -1;
   // Drop registry entries nobody else uses any more.
   for (auto it = sink_registry_.begin(); it != sink_registry_.end();) {
     bool unused = true;
@@ -473,18 +476,10 @@ void Scheduler::step() {
       metrics_.latency_sum_ms += ms * static_cast<double>(decoded);
       metrics_.latency_count += decoded;
     }
-    metrics_.active = static_cast<int64_t>(active_.size());
-    metrics_.kv_blocks_used = engine_.pool().used_blocks();
-    metrics_.kv_blocks_total = engine_.pool().total_blocks();
     for (auto& a : active_)
       if (a.session && !a.req->finished) refresh_info(a.req->session_id, *a.session);
   }
   active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Active& a) { return a.req->finished; }), active_.end());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    metrics_.active = static_cast<int64_t>(active_.size());
-    metrics_.kv_blocks_used = engine_.pool().used_blocks();
-  }
 }
 
 }  // namespace ss

@@ -1,0 +1,55 @@
+#pragma once
+// An in-process sinkstream server on a loopback port, for integration tests.
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "server/http_server.h"
+#include "test_paths.h"
+
+namespace ss::test {
+
+struct TestServer {
+  std::unique_ptr<Scheduler> sched;
+  std::unique_ptr<HttpServer> http;
+  std::thread thread;
+  int port = -1;
+
+  TestServer(std::shared_ptr<const Model> model, SchedulerOptions so, ServerOptions ho = {}) {
+    sched = std::make_unique<Scheduler>(model, so);
+    ho.port = 0;
+    http = std::make_unique<HttpServer>(*sched, ho);
+    port = http->bind();
+    thread = std::thread([this] { http->serve(); });
+  }
+  ~TestServer() {
+    http->stop();
+    thread.join();
+    http.reset();
+    sched.reset();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+};
+
+inline SchedulerOptions default_sched(const std::string& state_dir = "") {
+  SchedulerOptions so;
+  so.policy = KvPolicy::sinks_window(4, 60);
+  so.max_chunk = 16;
+  so.kv_blocks = 400;
+  so.state_dir = state_dir;
+  return so;
+}
+
+inline nlohmann::json post(httplib::Client& c, const std::string& path, const nlohmann::json& body, int* status = nullptr) {
+  auto r = c.Post(path, body.dump(), "application/json");
+  if (!r) return nlohmann::json{{"transport_error", true}};
+  if (status) *status = r->status;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+}  // namespace ss::test

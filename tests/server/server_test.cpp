@@ -1,0 +1,271 @@
+// sinkstream serve end to end over loopback HTTP: OpenAI endpoints (JSON and
+// SSE), endless sessions, restart with --state-dir, disconnects, concurrency,
+// and bad requests.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "runtime_helpers.h"
+#include "server_fixture.h"
+
+namespace ss {
+namespace {
+
+using nlohmann::json;
+
+json chat_body(const std::string& msg, int max_tokens, const std::string& session = "") {
+  json b = {{"messages", {{{"role", "user"}, {"content", msg}}}}, {"max_tokens", max_tokens}, {"temperature", 0}};
+  if (!session.empty()) b["session_id"] = session;
+  return b;
+}
+
+int64_t metric(httplib::Client& c, const std::string& name) {
+  auto r = c.Get("/metrics");
+  if (!r) return -1;
+  std::istringstream in(r->body);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + " ", 0) == 0) return static_cast<int64_t>(std::stod(line.substr(name.size() + 1)));
+  return -1;
+}
+
+TEST(Server, ModelsHealthAndCompletions) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  auto m = json::parse(c.Get("/v1/models")->body);
+  EXPECT_EQ(m["data"][0]["id"], "stories260K.gguf");
+  int status = 0;
+  auto r = test::post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 20}, {"temperature", 0}}, &status);
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["usage"]["completion_tokens"], 20);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  // Same as the CLI's greedy continuation.
+  EXPECT_EQ(r["choices"][0]["text"].get<std::string>().rfind(", there was a little girl named Lily.", 0), 0u);
+  auto page = c.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("<html"), std::string::npos);
+}
+
+TEST(Server, StreamsServerSentEvents) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  json body = chat_body("Lily had a cat.", 12);
+  body["stream"] = true;
+  std::string raw;
+  auto r = c.Post("/v1/chat/completions", httplib::Headers{}, body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  raw = r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  std::istringstream in(raw);
+  std::string line, text;
+  int chunks = 0;
+  bool done = false;
+  json last;
+  while (std::getline(in, line)) {
+    if (line.rfind("data: ", 0) != 0) continue;
+    const std::string data = line.substr(6);
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    last = json::parse(data);
+    ++chunks;
+    if (last["choices"][0]["delta"].contains("content")) text += last["choices"][0]["delta"]["content"].get<std::string>();
+  }
+  EXPECT_TRUE(done);
+  EXPECT_GE(chunks, 3);
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(last["usage"]["completion_tokens"], 12);
+  // Streaming and non-streaming give the same greedy text.
+  auto nonstream = test::post(c, "/v1/chat/completions", chat_body("Lily had a cat.", 12));
+  EXPECT_EQ(text, nonstream["choices"][0]["message"]["content"].get<std::string>());
+}
+
+TEST(Server, FiftyTurnSessionPrefillsOnlyNewTokens) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  const Tokenizer tok(test::stories_gguf()->vocab);
+  int64_t prompt_total = 0;
+  for (int turn = 0; turn < 50; ++turn) {
+    const std::string msg = "Turn " + std::to_string(turn) + ": the dog ran to the park and played with a ball.";
+    auto r = test::post(c, "/v1/chat/completions", chat_body(msg, 8, "long"));
+    ASSERT_EQ(r["usage"]["completion_tokens"], 8) << turn;
+    // New tokens only: the message ("\n" + text after the first turn), plus
+    // the previous turn's last sampled token.
+    const auto expect = turn == 0 ? tok.encode(msg, true).size() : tok.encode("\n" + msg, false).size() + 1;
+    EXPECT_EQ(r["usage"]["prompt_tokens"].get<size_t>(), expect) << turn;
+    prompt_total += r["usage"]["prompt_tokens"].get<int64_t>();
+  }
+  auto s = json::parse(c.Get("/v1/sessions/long")->body);
+  EXPECT_EQ(s["turns"], 50);
+  // Each turn feeds its prompt and 7 of its 8 sampled tokens (the last one is
+  // fed with the next turn's prompt).
+  EXPECT_EQ(s["tokens_seen"].get<int64_t>(), prompt_total + 50 * 7);
+  EXPECT_GT(s["tokens_seen"].get<int64_t>(), 10 * 64);    // far past the 4+60 cache
+  EXPECT_EQ(s["cache"]["sinks"], 4);
+  EXPECT_EQ(s["cache"]["window"], 60);
+  EXPECT_GT(s["cache"]["evicted"].get<int64_t>(), 0);
+  auto del = c.Delete("/v1/sessions/long");
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 200);
+  EXPECT_EQ(c.Get("/v1/sessions/long")->status, 404);
+}
+
+std::vector<std::string> run_turns(test::TestServer& srv, const std::string& sid, int from, int to) {
+  auto c = srv.client();
+  std::vector<std::string> out;
+  for (int t = from; t < to; ++t) {
+    auto r = test::post(c, "/v1/chat/completions", chat_body("Tom saw a bird number " + std::to_string(t) + ".", 15, sid));
+    if (!r.contains("choices")) {
+      ADD_FAILURE() << "turn " << t << ": " << r.dump();
+      break;
+    }
+    out.push_back(r["choices"][0]["message"]["content"].get<std::string>());
+  }
+  return out;
+}
+
+TEST(Server, RestartWithStateDirContinuesIdentically) {
+  const std::string dir = test::temp_path("state");
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> without_restart, with_restart;
+  {
+    test::TestServer a(test::stories_gguf(), test::default_sched());
+    without_restart = run_turns(a, "keep", 0, 6);
+  }
+  {
+    test::TestServer b(test::stories_gguf(), test::default_sched(dir));
+    with_restart = run_turns(b, "keep", 0, 3);
+  }
+  {
+    test::TestServer c(test::stories_gguf(), test::default_sched(dir));  // restart: restores from disk
+    auto cl = c.client();
+    auto s = json::parse(cl.Get("/v1/sessions/keep")->body);
+    EXPECT_EQ(s["turns"], 3);
+    const auto rest = run_turns(c, "keep", 3, 6);
+    with_restart.insert(with_restart.end(), rest.begin(), rest.end());
+  }
+  EXPECT_EQ(with_restart, without_restart);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Server, DisconnectMidStreamFreesBlocks) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  const int64_t baseline = metric(c, "sinkstream_kv_blocks_used");
+  json body = {{"prompt", "Once upon a time"}, {"stream", true}, {"temperature", 0.8}, {"seed", 1}, {"max_tokens", 100000}};
+  int received = 0;
+  {
+  httplib::Client streamer("127.0.0.1", srv.port);  // closed at the end of this scope
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++received < 5; };  // hang up after 5 chunks
+  (void)streamer.send(req);
+  }
+  EXPECT_GE(received, 5);
+  int64_t used = -1;
+  for (int i = 0; i < 100; ++i) {
+    used = metric(c, "sinkstream_kv_blocks_used");
+    if (used == baseline && metric(c, "sinkstream_active_requests") == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(used, baseline);
+}
+
+TEST(Server, SixteenConcurrentStreamsMatchSingleStreams) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  std::vector<std::string> single(16), concurrent(16);
+  auto prompt = [](int i) { return "Story " + std::to_string(i) + ": a little bird"; };
+  {
+    auto c = srv.client();
+    for (int i = 0; i < 16; ++i)
+      single[i] = test::post(c, "/v1/completions", {{"prompt", prompt(i)}, {"max_tokens", 40}, {"temperature", 0}})["choices"][0]["text"];
+  }
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 16; ++i)
+    ts.emplace_back([&, i] {
+      auto c = srv.client();
+      json body = {{"prompt", prompt(i)}, {"max_tokens", 40}, {"temperature", 0}, {"stream", true}};
+      auto r = c.Post("/v1/completions", httplib::Headers{}, body.dump(), "application/json");
+      if (!r) return;
+      std::istringstream in(r->body);
+      std::string line;
+      while (std::getline(in, line))
+        if (line.rfind("data: {", 0) == 0) concurrent[i] += json::parse(line.substr(6))["choices"][0]["text"].get<std::string>();
+    });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(concurrent[i], single[i]) << i;
+}
+
+TEST(Server, SessionsWithTheSameStartShareSinkBlocks) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  test::post(c, "/v1/chat/completions", chat_body("You are a storyteller. Tell me about a cat.", 4, "a"));
+  const int64_t after_one = metric(c, "sinkstream_kv_blocks_used");
+  test::post(c, "/v1/chat/completions", chat_body("You are a storyteller. Tell me about a dog.", 4, "b"));
+  const int64_t after_two = metric(c, "sinkstream_kv_blocks_used");
+  auto b = json::parse(c.Get("/v1/sessions/b")->body);
+  EXPECT_TRUE(b["shared_sinks"].get<bool>());
+  auto a = json::parse(c.Get("/v1/sessions/a")->body);
+  EXPECT_FALSE(a["shared_sinks"].get<bool>());
+  // Session b holds window blocks only; the sink block is a's.
+  EXPECT_EQ(after_two - after_one, after_one - 1 - 0 /* a: 1 sink + window blocks; registry adds no block */);
+}
+
+TEST(Server, BadRequestsGetJsonErrorsAndServingContinues) {
+  ServerOptions so;
+  so.max_body_bytes = 4096;
+  test::TestServer srv(test::stories_gguf(), test::default_sched(), so);
+  auto c = srv.client();
+  struct Case {
+    std::string path, body;
+    int status;
+  };
+  const std::vector<Case> cases = {
+      {"/v1/completions", "{not json", 400},
+      {"/v1/completions", R"({"prompt": 5})", 400},
+      {"/v1/completions", R"({"prompt": "x", "max_tokens": -1})", 400},
+      {"/v1/completions", R"({"prompt": "x", "temperature": "hot"})", 400},
+      {"/v1/chat/completions", R"({"messages": "hi"})", 400},
+      {"/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})", 400},
+      {"/v1/completions", R"({"prompt": "x", "session_id": "../../etc/passwd"})", 400},
+      {"/v1/completions", std::string(R"({"prompt": ")") + std::string(8000, 'a') + "\"}", 413},
+  };
+  for (const auto& k : cases) {
+    auto r = c.Post(k.path, k.body, "application/json");
+    ASSERT_TRUE(r) << k.body.substr(0, 60);
+    EXPECT_EQ(r->status, k.status) << k.body.substr(0, 60);
+    auto j = json::parse(r->body, nullptr, false);
+    EXPECT_TRUE(j.is_object() && j.contains("error")) << r->body;
+  }
+  EXPECT_EQ(c.Get("/v1/sessions/nope")->status, 404);
+  EXPECT_EQ(c.Delete("/v1/sessions/nope")->status, 404);
+  int status = 0;
+  test::post(c, "/v1/completions", {{"prompt", "still alive"}, {"max_tokens", 3}}, &status);
+  EXPECT_EQ(status, 200);
+}
+
+TEST(Server, ApiKeyIsRequiredWhenSet) {
+  ServerOptions so;
+  so.api_key = "s3cret";
+  test::TestServer srv(test::stories_gguf(), test::default_sched(), so);
+  auto c = srv.client();
+  EXPECT_EQ(c.Get("/v1/models")->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", httplib::Headers{{"Authorization", "Bearer wrong"}})->status, 401);
+  EXPECT_EQ(c.Get("/v1/models", httplib::Headers{{"Authorization", "Bearer s3cret"}})->status, 200);
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  EXPECT_TRUE(constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(constant_time_equal("abc", "abd"));
+  EXPECT_FALSE(constant_time_equal("abc", "abcd"));
+}
+
+}  // namespace
+}  // namespace ss

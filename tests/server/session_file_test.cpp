@@ -1,0 +1,82 @@
+// Session files: round trip, and torn/corrupt files are detected with the
+// last good copy used instead.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "server/session_file.h"
+#include "test_paths.h"
+
+namespace ss {
+namespace {
+
+SessionRecord sample(int turns) {
+  SessionRecord r;
+  r.id = "abc-1";
+  r.state.policy = KvPolicy::sinks_window(2, 3);
+  r.state.n_seen = 10;
+  r.state.indices = {0, 1, 7, 8, 9};
+  r.state.rows.resize(5 * 2 * 2 * 4);
+  for (size_t i = 0; i < r.state.rows.size(); ++i) r.state.rows[i] = static_cast<float>(i) * 0.5f + static_cast<float>(turns);
+  r.pending = {42};
+  r.turns = turns;
+  return r;
+}
+
+const ModelFingerprint kFp{2, 4, 100};
+
+TEST(SessionFile, RoundTrip) {
+  const auto r = sample(3);
+  auto d = decode_session(encode_session(r, kFp), kFp);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->id, r.id);
+  EXPECT_EQ(d->state.rows, r.state.rows);
+  EXPECT_EQ(d->state.indices, r.state.indices);
+  EXPECT_EQ(d->pending, r.pending);
+  EXPECT_EQ(d->state.policy.name(), "sinks:2:3");
+  EXPECT_FALSE(decode_session(encode_session(r, kFp), ModelFingerprint{3, 4, 100}).ok());
+}
+
+TEST(SessionFile, EveryTruncationAndBitFlipIsDetected) {
+  const auto b = encode_session(sample(1), kFp);
+  for (size_t n = 0; n < b.size(); ++n) {
+    std::vector<uint8_t> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
+    EXPECT_FALSE(decode_session(cut, kFp).ok()) << n;
+  }
+  for (size_t i = 0; i < b.size(); i += 7) {
+    auto f = b;
+    f[i] ^= 0x10;
+    EXPECT_FALSE(decode_session(f, kFp).ok()) << i;
+  }
+}
+
+TEST(SessionFile, TornWriteFallsBackToLastGoodState) {
+  const std::string dir = test::temp_path("sessions");
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(save_session(dir, sample(1), kFp).ok());
+  ASSERT_TRUE(save_session(dir, sample(2), kFp).ok());
+  // Tear the newest file in half, as a crash mid-write on a lax filesystem would.
+  const std::string path = dir + "/abc-1.sskv";
+  const auto size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size / 2);
+  auto r = load_session(path, kFp);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->turns, 1);  // the previous good copy
+  std::vector<std::string> problems;
+  EXPECT_EQ(load_all_sessions(dir, kFp, problems).size(), 1u);
+  EXPECT_FALSE(save_session("/nonexistent-dir", sample(1), kFp).ok());
+  SessionRecord bad = sample(1);
+  bad.id = "../x";
+  EXPECT_FALSE(save_session(dir, bad, kFp).ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SessionFile, IdsAreRestrictedToASafeCharset) {
+  EXPECT_TRUE(valid_session_id("abc_DEF-123"));
+  for (const char* bad : {"", "../a", "a/b", "a b", "a.b", "\xC3\xA4"}) EXPECT_FALSE(valid_session_id(bad)) << bad;
+  EXPECT_FALSE(valid_session_id(std::string(65, 'a')));
+}
+
+}  // namespace
+}  // namespace ss
