@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sinkstream builds with, only those missing.
+# --test adds what the test suite needs on top (xmllint, Chromium, Node.js).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libxml2-utils curl)
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(libxml2-utils curl chromium)
+  # Node.js runs the end-to-end tests (openai client, playwright-core): the
+  # machine's if it has one, else Debian's.
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

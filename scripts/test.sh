@@ -6,7 +6,8 @@
 # ../shared or $SINKSTREAM_SHARED.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install_deps.sh
+bash scripts/install_deps.sh --test
+(cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 jobs="$(nproc)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$jobs"

@@ -1,0 +1,82 @@
+// End-to-end: sinkstream serve on a loopback port, driven by the official
+// `openai` npm client (streaming chat) and by headless Chromium through
+// playwright-core (the web chat page keeps its session across two messages).
+// Usage: node run.mjs SINKSTREAM_BINARY MODEL
+import { spawn } from 'node:child_process';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { chromium } from 'playwright-core';
+
+const [bin, model] = process.argv.slice(2);
+const server = spawn(bin, ['serve', '-m', model, '--port', '0', '--policy', 'sinks:4:60'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const killer = setTimeout(() => { console.error('timeout'); server.kill('SIGKILL'); process.exit(1); }, 120000);
+const port = await new Promise((resolve, reject) => {
+  let buf = '';
+  server.stdout.on('data', (d) => { buf += d; const m = buf.match(/listening on port (\d+)/); if (m) resolve(Number(m[1])); });
+  server.on('exit', (c) => reject(new Error('server exited ' + c)));
+});
+const base = `http://127.0.0.1:${port}`;
+let passed = 0, failed = 0;
+async function check(name, fn) {
+  try { await fn(); passed++; console.log(`ok - ${name}`); } catch (e) { failed++; console.log(`not ok - ${name}: ${e.stack || e}`); }
+}
+
+await check('openai client streams a chat completion', async () => {
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
+  const models = await client.models.list();
+  assert.ok(models.data.length === 1);
+  const stream = await client.chat.completions.create({
+    model: models.data[0].id, messages: [{ role: 'user', content: 'Once upon a time' }], stream: true, max_tokens: 30, temperature: 0,
+  });
+  let text = '', chunks = 0, finish = null;
+  for await (const chunk of stream) {
+    chunks++;
+    text += chunk.choices[0]?.delta?.content ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.ok(chunks >= 3, `chunks ${chunks}`);
+  assert.ok(text.length > 10, `text '${text}'`);
+  assert.equal(finish, 'length');
+  const full = await client.chat.completions.create({
+    model: models.data[0].id, messages: [{ role: 'user', content: 'Once upon a time' }], max_tokens: 30, temperature: 0,
+  });
+  assert.equal(full.choices[0].message.content, text);
+  assert.equal(full.usage.completion_tokens, 30);
+});
+
+await check('web page streams answers and keeps its session', async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(base + '/');
+    const sid = await page.locator('#sid').textContent();
+    assert.ok(sid && sid.startsWith('web-'));
+    for (const [i, msg] of ['Lily had a red ball.', 'She gave it to her friend.'].entries()) {
+      await page.fill('#msg', msg);
+      await page.press('#msg', 'Enter');
+      await page.waitForSelector(`.assistant >> nth=${i}`);
+      await page.waitForFunction((n) => document.querySelectorAll('.assistant[data-done="1"]').length > n, i, { timeout: 30000 });
+      const answer = await page.locator('.assistant').nth(i).textContent();
+      assert.ok(answer.length > 0, 'empty answer');
+    }
+    assert.equal(await page.locator('#sid').textContent(), sid);
+    const res = await fetch(`${base}/v1/sessions/${sid}`);
+    const s = await res.json();
+    assert.equal(s.turns, 2);
+    assert.ok(s.tokens_seen > 0);
+    const tps = await page.locator('#tps').textContent();
+    assert.ok(Number(tps) > 0, `tok/s '${tps}'`);
+    await page.waitForFunction(() => Number(document.querySelector('#seen').textContent) > 0);
+  } finally {
+    await browser.close();
+  }
+});
+
+clearTimeout(killer);
+server.kill('SIGTERM');
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
