@@ -57,20 +57,11 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
 
 int GenerateCommand::run() {
   auto model_r = model_.load();
-  if (!model_r.ok()) {
-    std::fprintf(stderr, "error: %s\n", model_r.error().message.c_str());
-    return 1;
-  }
+  if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
-  if (auto st = sampling_.validate(); !st.ok()) {
-    std::fprintf(stderr, "error: %s\n", st.error().message.c_str());
-    return 1;
-  }
+  if (auto st = sampling_.validate(); !st.ok()) return fail(st.error().message);
   auto pols = policy_.resolve(model->config.trained_context);
-  if (!pols.ok()) {
-    std::fprintf(stderr, "error: %s\n", pols.error().message.c_str());
-    return 1;
-  }
+  if (!pols.ok()) return fail(pols.error().message);
   const KvPolicy policy = pols.value()[0];
   const Tokenizer tok(model->vocab);
   std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos);

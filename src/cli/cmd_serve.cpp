@@ -36,10 +36,6 @@ ServeCommand::ServeCommand(CLI::App& app) {
 }
 
 int ServeCommand::run() {
-  auto fail = [](const std::string& m) {
-    std::fprintf(stderr, "error: %s\n", m.c_str());
-    return 1;
-  };
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();

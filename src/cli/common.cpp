@@ -54,6 +54,11 @@ Result<std::vector<KvPolicy>> PolicyFlags::resolve(int64_t ctx) const {
   return out;
 }
 
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  return 1;
+}
+
 std::string format_rate(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", v);

@@ -34,4 +34,7 @@ struct PolicyFlags {
 
 std::string format_rate(double per_second);
 
+// Prints "error: MSG" to stderr; returns the exit code 1.
+int fail(const std::string& msg);
+
 }  // namespace ss::cli

@@ -12,19 +12,6 @@ inline void swiglu(const float* gate, const float* up, int n, float* out) {
   }
 }
 
-// In-place softmax over n values (max-subtracted).
-inline void softmax_inplace(float* x, int n) {
-  float mx = x[0];
-  for (int i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  float sum = 0;
-  for (int i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
-  const float inv = 1.0f / sum;
-  for (int i = 0; i < n; ++i) x[i] *= inv;
-}
-
 // -log softmax(logits)[target], computed in double for stable scoring.
 inline double nll_of(const float* logits, int n, int target) {
   double mx = logits[0];
