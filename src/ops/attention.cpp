@@ -28,11 +28,11 @@ SS_CLONES void attn_accumulate(const float* probs, const float* v_rows, int stri
 SS_CLONES void softmax(float* x, int n) {
   float mx = x[0];
   for (int i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  // A separate exp pass lets GCC use glibc's vector expf (libmvec).
+#pragma omp simd
+  for (int i = 0; i < n; ++i) x[i] = std::exp(x[i] - mx);
   float sum = 0;
-  for (int i = 0; i < n; ++i) {
-    x[i] = std::exp(x[i] - mx);
-    sum += x[i];
-  }
+  for (int i = 0; i < n; ++i) sum += x[i];
   const float inv = 1.0f / sum;
   for (int i = 0; i < n; ++i) x[i] *= inv;
 }

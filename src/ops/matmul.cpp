@@ -9,10 +9,39 @@ namespace {
 // Below this many multiply-adds per part, splitting costs more than it saves.
 constexpr int64_t kMinWorkPerPart = 1 << 16;
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("avx2", "default")))
+#endif
 void matmul_rows(const TensorView& w, const float* x, int n, float* y, int64_t r0, int64_t r1) {
   const int64_t cols = w.ne0, rows = w.ne1;
   if (w.type == GgmlType::F32) {
-    for (int64_t r = r0; r < r1; ++r) {
+    int64_t r = r0;
+    // Four rows at a time share each load of x and one horizontal reduction pass.
+    for (; r + 4 <= r1; r += 4) {
+      const float* w0 = w.f32() + r * cols;
+      for (int t = 0; t < n; ++t) {
+        const float* xt = x + t * cols;
+        float a0[8] = {}, a1[8] = {}, a2[8] = {}, a3[8] = {};
+        int64_t k = 0;
+        for (; k + 8 <= cols; k += 8)
+          for (int j = 0; j < 8; ++j) {
+            const float xv = xt[k + j];
+            a0[j] += w0[k + j] * xv;
+            a1[j] += w0[cols + k + j] * xv;
+            a2[j] += w0[2 * cols + k + j] * xv;
+            a3[j] += w0[3 * cols + k + j] * xv;
+          }
+        float s[4];
+        float* accs[4] = {a0, a1, a2, a3};
+        for (int q = 0; q < 4; ++q) {
+          const float* a = accs[q];
+          s[q] = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+          for (int64_t kk = k; kk < cols; ++kk) s[q] += w0[q * cols + kk] * xt[kk];
+          y[t * rows + r + q] = s[q];
+        }
+      }
+    }
+    for (; r < r1; ++r) {
       const float* wr = w.f32() + r * cols;
       for (int t = 0; t < n; ++t) y[t * rows + r] = dot_f32(wr, x + t * cols, static_cast<int>(cols));
     }
