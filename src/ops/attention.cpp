@@ -1,6 +1,10 @@
 #include "ops/attention.h"
 
 #include <cmath>
+#include <cstdint>
+#include <bit>
+
+#include <algorithm>
 
 #include "ops/matmul.h"
 
@@ -25,16 +29,53 @@ SS_CLONES void attn_accumulate(const float* probs, const float* v_rows, int stri
   }
 }
 
+namespace {
+// exp for x <= 0 without a libm call, so the loop vectorises: x = k*ln2 + r,
+// |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (relative error
+// below 2e-7), 2^k through the exponent bits.
+inline float exp_nonpositive(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  const float t = x * 1.44269504f + 12582912.0f;  // 1.5*2^23: low mantissa bits hold round(x*log2e)
+  const float k = t - 12582912.0f;
+  const float r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const uint32_t ki = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(12582912.0f);  // k mod 2^32
+  return p * std::bit_cast<float>((ki + 127u) << 23);
+}
+}  // namespace
+
 SS_CLONES void softmax(float* x, int n) {
-  float mx = x[0];
-  for (int i = 1; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
-  // A separate exp pass lets GCC use glibc's vector expf (libmvec).
-#pragma omp simd
-  for (int i = 0; i < n; ++i) x[i] = std::exp(x[i] - mx);
-  float sum = 0;
-  for (int i = 0; i < n; ++i) sum += x[i];
+  // Eight lanes for the max and the sum keep both reductions vectorisable and
+  // their order fixed.
+  float m8[8], s8[8] = {};
+  for (int j = 0; j < 8; ++j) m8[j] = x[0];
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) m8[j] = x[i + j] > m8[j] ? x[i + j] : m8[j];
+  float mx = m8[0];
+  for (int j = 1; j < 8; ++j) mx = m8[j] > mx ? m8[j] : mx;
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  for (i = 0; i < n; ++i) x[i] = exp_nonpositive(x[i] - mx);
+  for (i = 0; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s8[j] += x[i + j];
+  float sum = ((s8[0] + s8[4]) + (s8[1] + s8[5])) + ((s8[2] + s8[6]) + (s8[3] + s8[7]));
+  for (; i < n; ++i) sum += x[i];
   const float inv = 1.0f / sum;
   for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void softmax_scalar(float* x, int n) {
+  float mx = x[0];
+  for (int i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
+  for (int i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] / sum);
 }
 
 void attn_scores_scalar(const float* q, const float* k_rows, int stride, int count, int hd, float scale, float* scores) {

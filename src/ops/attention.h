@@ -12,6 +12,7 @@ void attn_accumulate(const float* probs, const float* v_rows, int stride, int co
 // In-place softmax; returns nothing, probabilities sum to 1.
 void softmax(float* x, int n);
 
+void softmax_scalar(float* x, int n);
 void attn_scores_scalar(const float* q, const float* k_rows, int stride, int count, int hd, float scale, float* scores);
 void attn_accumulate_scalar(const float* probs, const float* v_rows, int stride, int count, int hd, float* acc);
 

@@ -10,6 +10,18 @@
 namespace ss {
 namespace {
 
+TEST(AttentionKernels, SoftmaxExpIsAccurateOverItsRange) {
+  // Scores far apart: the fast exp must match libm to ~2e-7 relative.
+  for (float spread : {0.1f, 5.0f, 30.0f, 100.0f}) {
+    std::vector<float> x(37), y;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = -spread * static_cast<float>(i) / 36.0f;
+    y = x;
+    softmax(x.data(), 37);
+    softmax_scalar(y.data(), 37);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], y[i], 4e-7f * y[i] + 1e-30f) << spread << " " << i;
+  }
+}
+
 TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -23,9 +35,14 @@ TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) {
       attn_scores(q.data(), rows.data(), stride, count, hd, 0.37f, a.data());
       attn_scores_scalar(q.data(), rows.data(), stride, count, hd, 0.37f, b.data());
       for (int i = 0; i < count; ++i) EXPECT_NEAR(a[i], b[i], 1e-5f) << hd << " " << count;
+      std::vector<float> sm = a;
       softmax(a.data(), count);
+      softmax_scalar(sm.data(), count);
       double sum = 0;
-      for (float p : a) sum += p;
+      for (int i = 0; i < count; ++i) {
+        sum += a[i];
+        EXPECT_NEAR(a[i], sm[i], 1e-6f * std::max(1.0f, sm[i] * 4)) << count;
+      }
       EXPECT_NEAR(sum, 1.0, 1e-5);
       std::vector<float> acc1(hd, 0.5f), acc2(hd, 0.5f);
       attn_accumulate(a.data(), rows.data(), stride, count, hd, acc1.data());
