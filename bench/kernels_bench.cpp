@@ -1,0 +1,113 @@
+// Google Benchmark micro-benchmarks of the CPU kernels (GFLOP/s, GB/s) and a
+// STREAM-triad memory-bandwidth probe. Run: build/release/bench/kernels_bench
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "format/ggml_types.h"
+#include "ops/attention.h"
+#include "ops/matmul.h"
+#include "ops/norm.h"
+#include "ops/rope.h"
+#include "util/thread_pool.h"
+
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// GEMV/GEMM: rows x cols weights of a type, batch of n activation rows.
+void BM_Matmul(benchmark::State& st) {
+  const auto type = static_cast<ss::GgmlType>(st.range(0));
+  const int64_t rows = st.range(1), cols = st.range(2);
+  const int n = static_cast<int>(st.range(3));
+  const auto wf = random_floats(static_cast<size_t>(rows * cols));
+  const size_t rb = ss::row_bytes(type, cols);
+  std::vector<uint8_t> wq(rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) ss::quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
+  ss::TensorView w;
+  w.type = type;
+  w.ne0 = cols;
+  w.ne1 = rows;
+  w.data = wq.data();
+  const auto x = random_floats(static_cast<size_t>(n * cols), 2);
+  std::vector<float> y(static_cast<size_t>(n * rows));
+  ss::ThreadPool pool(1);
+  for (auto _ : st) {
+    ss::matmul(w, x.data(), n, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * st.iterations(), benchmark::Counter::kIsRate);
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(wq.size()) * st.iterations(), benchmark::Counter::kIsRate);
+  st.SetLabel(ss::type_name(static_cast<uint32_t>(type)));
+}
+
+void MatmulArgs(benchmark::internal::Benchmark* b) {
+  for (int t : {0, 1, 30, 8, 2})             // F32, F16, BF16, Q8_0, Q4_0
+    for (auto shape : {std::pair{512, 64}, std::pair{2048, 2048}})
+      for (int n : {1, 16}) b->Args({t, shape.first, shape.second, n});
+}
+BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
+
+void BM_AttentionScores(benchmark::State& st) {
+  const int hd = static_cast<int>(st.range(0)), keys = static_cast<int>(st.range(1)), stride = hd * 4;
+  const auto q = random_floats(static_cast<size_t>(hd));
+  const auto k = random_floats(static_cast<size_t>(stride * keys), 3);
+  std::vector<float> s(static_cast<size_t>(keys));
+  for (auto _ : st) {
+    ss::attn_scores(q.data(), k.data(), stride, keys, hd, 0.125f, s.data());
+    ss::softmax(s.data(), keys);
+    benchmark::DoNotOptimize(s.data());
+  }
+  st.counters["keys/s"] = benchmark::Counter(static_cast<double>(keys) * st.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionScores)->Args({8, 512})->Args({64, 512})->Args({128, 4096});
+
+void BM_RmsNorm(benchmark::State& st) {
+  const int n = static_cast<int>(st.range(0));
+  auto x = random_floats(static_cast<size_t>(n));
+  const auto w = random_floats(static_cast<size_t>(n), 4);
+  for (auto _ : st) {
+    ss::rms_norm(x.data(), w.data(), n, 1e-5f, x.data());
+    benchmark::DoNotOptimize(x.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(8.0 * n * st.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RmsNorm)->Arg(64)->Arg(4096);
+
+void BM_Rope(benchmark::State& st) {
+  const int heads = 32, hd = 128;
+  ss::RopeTable rt(hd, 10000.0f);
+  std::vector<float> c(hd / 2), s(hd / 2);
+  auto x = random_floats(static_cast<size_t>(heads * hd));
+  int64_t pos = 0;
+  for (auto _ : st) {
+    rt.angles(pos++, c.data(), s.data());
+    ss::rope_apply(x.data(), heads, hd, hd / 2, c.data(), s.data(), ss::RopeStyle::Neox);
+    benchmark::DoNotOptimize(x.data());
+  }
+}
+BENCHMARK(BM_Rope);
+
+// STREAM triad a = b + s*c over arrays far larger than the caches.
+void BM_StreamTriad(benchmark::State& st) {
+  const size_t n = static_cast<size_t>(st.range(0));
+  std::vector<float> a(n), b(n, 1.0f), c(n, 2.0f);
+  for (auto _ : st) {
+    for (size_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
+    benchmark::DoNotOptimize(a.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["GB/s"] = benchmark::Counter(12.0 * static_cast<double>(n) * st.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_StreamTriad)->Arg(1 << 25);
+
+}  // namespace
+
+BENCHMARK_MAIN();
