@@ -24,24 +24,18 @@ inline std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-inline std::vector<int32_t> read_ids(const std::string& path) {
+// One value per line; lines starting with '#' (the golden files' header) are skipped.
+template <typename T>
+inline std::vector<T> read_values(const std::string& path) {
   std::ifstream in(path);
-  std::vector<int32_t> v;
+  std::vector<T> v;
   std::string line;
   while (std::getline(in, line))
-    if (!line.empty() && line[0] != '#') v.push_back(std::stoi(line));
+    if (!line.empty() && line[0] != '#') v.push_back(static_cast<T>(std::stod(line)));
   return v;
 }
-
-// Golden NLL files: "# spec=... n=... ppl=..." then one value per line.
-inline std::vector<double> read_nll(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<double> v;
-  std::string line;
-  while (std::getline(in, line))
-    if (!line.empty() && line[0] != '#') v.push_back(std::stod(line));
-  return v;
-}
+inline std::vector<int32_t> read_ids(const std::string& path) { return read_values<int32_t>(path); }
+inline std::vector<double> read_nll(const std::string& path) { return read_values<double>(path); }
 
 inline std::string rtrim(std::string s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\n' || s.back() == '\t' || s.back() == '\r')) s.pop_back();

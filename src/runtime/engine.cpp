@@ -228,30 +228,30 @@ void Engine::run_round(std::span<RoundPart> parts) {
   }
 
   // Logits only for the rows that need them, as one batched matmul.
-  std::vector<int> rows;
-  std::vector<float*> outs;
+  logit_rows_.clear();
+  logit_outs_.clear();
   i = 0;
   for (const auto& p : parts) {
     for (int j = 0; j < p.count; ++j, ++i) {
       if (p.all_logits) {
-        rows.push_back(i);
-        outs.push_back(p.logits + static_cast<size_t>(j) * c.n_vocab);
+        logit_rows_.push_back(i);
+        logit_outs_.push_back(p.logits + static_cast<size_t>(j) * c.n_vocab);
       } else if (p.last_of_item && j == p.count - 1) {
-        rows.push_back(i);
-        outs.push_back(p.logits);
+        logit_rows_.push_back(i);
+        logit_outs_.push_back(p.logits);
       }
     }
   }
-  if (!rows.empty()) {
-    const int R = static_cast<int>(rows.size());
-    std::vector<float> normed(static_cast<size_t>(R) * dim);
+  if (!logit_rows_.empty()) {
+    const int R = static_cast<int>(logit_rows_.size());
+    normed_.resize(static_cast<size_t>(R) * dim);
+    logits_buf_.resize(static_cast<size_t>(R) * c.n_vocab);
     for (int r = 0; r < R; ++r)
-      rms_norm(x_.data() + static_cast<size_t>(rows[r]) * dim, m.output_norm.f32(), dim, c.rms_eps,
-               normed.data() + static_cast<size_t>(r) * dim);
-    std::vector<float> lg(static_cast<size_t>(R) * c.n_vocab);
-    matmul(m.output, normed.data(), R, lg.data(), threads_);
+      rms_norm(x_.data() + static_cast<size_t>(logit_rows_[r]) * dim, m.output_norm.f32(), dim, c.rms_eps,
+               normed_.data() + static_cast<size_t>(r) * dim);
+    matmul(m.output, normed_.data(), R, logits_buf_.data(), threads_);
     for (int r = 0; r < R; ++r)
-      std::memcpy(outs[r], lg.data() + static_cast<size_t>(r) * c.n_vocab, sizeof(float) * c.n_vocab);
+      std::memcpy(logit_outs_[r], logits_buf_.data() + static_cast<size_t>(r) * c.n_vocab, sizeof(float) * c.n_vocab);
   }
   for (const auto& p : parts) p.seq->advance(p.count);
 }

@@ -113,6 +113,9 @@ class Engine {
   std::vector<uint8_t> tok_has_sink_q_;
   std::vector<float> x_, xb_, q_, qs_, k_, v_, att_, hb_, hb2_, tmp_;  // [T x ...]
   std::vector<float> cos_t_, sin_t_, cos_c_, sin_c_;                 // [T x pairs]
+  std::vector<int> logit_rows_;                                      // rows of x_ that need logits
+  std::vector<float*> logit_outs_;
+  std::vector<float> normed_, logits_buf_;                           // [R x dim], [R x n_vocab]
 };
 
 }  // namespace ss

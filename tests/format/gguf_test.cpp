@@ -76,7 +76,9 @@ TEST(Gguf, RejectsEveryTruncation) {
     std::vector<uint8_t> cut(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(n));
     auto r = parse_bytes(cut, "trunc.gguf");
     EXPECT_FALSE(r.ok()) << "accepted a file truncated to " << n << " bytes";
-    if (!r.ok()) EXPECT_NE(r.error().message.find("trunc.gguf"), std::string::npos);
+    if (!r.ok()) {
+      EXPECT_NE(r.error().message.find("trunc.gguf"), std::string::npos);
+    }
   }
 }
 
