@@ -1,18 +1,51 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "util/fp16.h"
 #include <vector>
 
 namespace ss {
 
 namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define SS_MATMUL_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SS_MATMUL_CLONES
+#endif
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx,f16c"))) void f16_row_to_f32_f16c(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h;
+    std::memcpy(&h, src + i, 16);
+    const __m256 f = _mm256_cvtph_ps(h);
+    _mm256_storeu_ps(dst + i, f);
+  }
+  for (; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+#endif
+
+// F16 row to floats: the F16C instruction where the CPU has it (exact, like
+// the scalar conversion it replaces).
+void f16_row_to_f32(const uint16_t* src, float* dst, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has_f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  if (has_f16c) return f16_row_to_f32_f16c(src, dst, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+
 // Below this many multiply-adds per part, splitting costs more than it saves.
 constexpr int64_t kMinWorkPerPart = 1 << 16;
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void matmul_rows(const TensorView& w, const float* x, int n, float* y, int64_t r0, int64_t r1) {
+SS_MATMUL_CLONES void matmul_rows(const TensorView& w, const float* x, int n, float* y, int64_t r0, int64_t r1) {
   const int64_t cols = w.ne0, rows = w.ne1;
   if (w.type == GgmlType::F32) {
     int64_t r = r0;
@@ -50,7 +83,8 @@ void matmul_rows(const TensorView& w, const float* x, int n, float* y, int64_t r
   thread_local std::vector<float> buf;
   buf.resize(static_cast<size_t>(cols));
   for (int64_t r = r0; r < r1; ++r) {
-    dequantize_row(w.type, w.row(r), buf.data(), cols);
+    if (w.type == GgmlType::F16) f16_row_to_f32(reinterpret_cast<const uint16_t*>(w.row(r)), buf.data(), cols);
+    else dequantize_row(w.type, w.row(r), buf.data(), cols);
     for (int t = 0; t < n; ++t) y[t * rows + r] = dot_f32(buf.data(), x + t * cols, static_cast<int>(cols));
   }
 }
