@@ -44,12 +44,13 @@ void BM_Matmul(benchmark::State& st) {
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * st.iterations(), benchmark::Counter::kIsRate);
-  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(wq.size()) * st.iterations(), benchmark::Counter::kIsRate);
+  st.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(wq.size()) * st.iterations(), benchmark::Counter::kIsRate);
   st.SetLabel(ss::type_name(static_cast<uint32_t>(type)));
 }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
-  for (int t : {0, 1, 30, 8, 2})             // F32, F16, BF16, Q8_0, Q4_0
+  for (int t : {0, 1, 30, 8, 2})  // F32, F16, BF16, Q8_0, Q4_0
     for (auto shape : {std::pair{512, 64}, std::pair{2048, 2048}})
       for (int n : {1, 16}) b->Args({t, shape.first, shape.second, n});
 }
@@ -104,7 +105,8 @@ void BM_StreamTriad(benchmark::State& st) {
     benchmark::DoNotOptimize(a.data());
     benchmark::ClobberMemory();
   }
-  st.counters["GB/s"] = benchmark::Counter(12.0 * static_cast<double>(n) * st.iterations(), benchmark::Counter::kIsRate);
+  st.counters["GB/s"] =
+      benchmark::Counter(12.0 * static_cast<double>(n) * st.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_StreamTriad)->Arg(1 << 25);
 

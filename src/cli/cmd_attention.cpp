@@ -12,7 +12,8 @@
 namespace ss::cli {
 
 AttentionCommand::AttentionCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("attention", "inspect attention sinks: share of attention on the first tokens per layer/head");
+  sub_ =
+      app.add_subcommand("attention", "inspect attention sinks: share of attention on the first tokens per layer/head");
   model_.add(*sub_);
   policy_.add(*sub_, false);
   auto* p = sub_->add_option("-p,--prompt", prompt_, "text to run");
@@ -20,8 +21,11 @@ AttentionCommand::AttentionCommand(CLI::App& app) {
   p->excludes(f);
   sub_->add_flag("--raw", raw_, "use the file as-is");
   sub_->add_option("--limit", limit_, "at most N tokens")->check(CLI::PositiveNumber)->capture_default_str();
-  sub_->add_option("-k,--first-k", first_k_, "the first k tokens count as sinks")->check(CLI::PositiveNumber)->capture_default_str();
-  sub_->add_option("--flag-ratio", flag_ratio_, "flag heads whose first-k share exceeds uniform by this factor")->capture_default_str();
+  sub_->add_option("-k,--first-k", first_k_, "the first k tokens count as sinks")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub_->add_option("--flag-ratio", flag_ratio_, "flag heads whose first-k share exceeds uniform by this factor")
+      ->capture_default_str();
   sub_->add_option("--layer", map_layer_, "layer for the key-position map")->capture_default_str();
   sub_->add_option("--head", map_head_, "head for the key-position map")->capture_default_str();
   sub_->add_option("--map-queries", map_queries_, "queries shown in the key-position map")->capture_default_str();
@@ -50,7 +54,8 @@ int AttentionCommand::run() {
   std::vector<std::string> pols_spec = policy_.policies.empty() ? std::vector<std::string>{"dense"} : policy_.policies;
   auto pol = KvPolicy::parse(pols_spec[0], c.trained_context);
   if (!pol.ok()) return fail(pol.error().message);
-  if (pol->kind == PolicyKind::Recompute) return fail("attention inspection needs a cache policy (dense, window, sinks)");
+  if (pol->kind == PolicyKind::Recompute)
+    return fail("attention inspection needs a cache policy (dense, window, sinks)");
 
   EngineOptions eo;
   eo.threads = model_.threads;
@@ -65,8 +70,8 @@ int AttentionCommand::run() {
   if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok()) return fail(st.error().message);
   const auto shares = stats.finish();
 
-  std::printf("%zu tokens, policy %s, share of attention on the first %lld token(s)\n", tokens.size(), pol->name().c_str(),
-              static_cast<long long>(first_k_));
+  std::printf("%zu tokens, policy %s, share of attention on the first %lld token(s)\n", tokens.size(),
+              pol->name().c_str(), static_cast<long long>(first_k_));
   std::printf("%5s %5s %12s %12s %8s\n", "layer", "head", "first-k", "uniform", "ratio");
   int flagged = 0;
   for (int l = 0; l < c.n_layers; ++l)
@@ -74,10 +79,11 @@ int AttentionCommand::run() {
       const auto& s = shares[static_cast<size_t>(l)][static_cast<size_t>(h)];
       const bool flag = s.ratio() >= flag_ratio_;
       flagged += flag;
-      std::printf("%5d %5d %12.4f %12.4f %8.2f%s\n", l, h, s.first_k_share, s.uniform_share, s.ratio(), flag ? "  <- sink head" : "");
+      std::printf("%5d %5d %12.4f %12.4f %8.2f%s\n", l, h, s.first_k_share, s.uniform_share, s.ratio(),
+                  flag ? "  <- sink head" : "");
     }
-  std::printf("%d of %d heads put >= %.1fx the uniform share on the first %lld token(s)\n", flagged, c.n_layers * c.n_heads,
-              flag_ratio_, static_cast<long long>(first_k_));
+  std::printf("%d of %d heads put >= %.1fx the uniform share on the first %lld token(s)\n", flagged,
+              c.n_layers * c.n_heads, flag_ratio_, static_cast<long long>(first_k_));
   if (!svg_.empty()) {
     Heatmap hm;
     hm.title = "Attention on the first " + std::to_string(first_k_) + " token(s) / uniform share";
@@ -94,7 +100,8 @@ int AttentionCommand::run() {
   }
   if (!svg_map_.empty()) {
     Heatmap hm;
-    hm.title = "Attention of layer " + std::to_string(map_layer_) + " head " + std::to_string(map_head_) + " by key cache position";
+    hm.title = "Attention of layer " + std::to_string(map_layer_) + " head " + std::to_string(map_head_) +
+               " by key cache position";
     hm.x_label = "key position in the cache";
     hm.y_label = "query";
     const auto& mp = stats.map();

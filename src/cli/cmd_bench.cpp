@@ -56,7 +56,9 @@ BenchCommand::BenchCommand(CLI::App& app) {
   policy_.add(*sub_, false);
   sub_->add_option("--prefill", prefill_, "prompt lengths for prefill throughput")->capture_default_str();
   sub_->add_option("--positions", positions_, "stream positions at which decode is measured")->capture_default_str();
-  sub_->add_option("--samples", samples_, "decode steps timed at each position")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  sub_->add_option("--samples", samples_, "decode steps timed at each position")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   sub_->add_option("--compare", compare_, "baseline policy to compare per-token time against (e.g. recompute:512)");
   sub_->add_option("--seed", seed_, "seed of the random token stream")->capture_default_str();
   sub_->add_flag("--json", json_, "print results as JSON");
@@ -99,8 +101,8 @@ int BenchCommand::run() {
   out["threads"] = model_.threads;
   out["chunk"] = policy_.chunk;
   if (!json_)
-    std::printf("model %s | policy %s | threads %d | chunk %d\n", model->source.c_str(), policy.name().c_str(), model_.threads,
-                policy_.chunk);
+    std::printf("model %s | policy %s | threads %d | chunk %d\n", model->source.c_str(), policy.name().c_str(),
+                model_.threads, policy_.chunk);
   for (int64_t n : prefill.value()) {
     double best = 1e300;
     for (int rep = 0; rep < 3; ++rep) {
@@ -141,20 +143,27 @@ int BenchCommand::run() {
     while (pos < target) {
       const auto toks = random_tokens(static_cast<size_t>(std::min<int64_t>(target - pos, 4096)));
       const BatchItem item{id, toks, false};
-      if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok()) return fail(st.error().message);
+      if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
+        return fail(st.error().message);
       pos += static_cast<int64_t>(toks.size());
     }
     std::vector<double> lat;
     if (auto st = decode_steps(samples_, lat); !st.ok()) return fail(st.error().message);
     double total = 0;
     for (double l : lat) total += l;
-    DecodeSample s{target, percentile(lat, 0.5), percentile(lat, 0.99), lat.size() / (total / 1000.0), current_rss_bytes()};
+    DecodeSample s{target, percentile(lat, 0.5), percentile(lat, 0.99), lat.size() / (total / 1000.0),
+                   current_rss_bytes()};
     samples.push_back(s);
-    out["decode"].push_back({{"position", s.position}, {"p50_ms", s.p50_ms}, {"p99_ms", s.p99_ms}, {"tok_s", s.tok_s},
-                             {"rss_bytes", s.rss}, {"kv_blocks_used", engine.pool().used_blocks()}});
+    out["decode"].push_back({{"position", s.position},
+                             {"p50_ms", s.p50_ms},
+                             {"p99_ms", s.p99_ms},
+                             {"tok_s", s.tok_s},
+                             {"rss_bytes", s.rss},
+                             {"kv_blocks_used", engine.pool().used_blocks()}});
     if (!json_)
       std::printf("decode at %9lld: p50 %8.4f ms  p99 %8.4f ms  %10.1f tok/s  RSS %7.1f MiB  KV blocks %d\n",
-                  static_cast<long long>(s.position), s.p50_ms, s.p99_ms, s.tok_s, s.rss / 1048576.0, engine.pool().used_blocks());
+                  static_cast<long long>(s.position), s.p50_ms, s.p99_ms, s.tok_s, s.rss / 1048576.0,
+                  engine.pool().used_blocks());
   }
   engine.free_sequence(id);
 
@@ -177,8 +186,9 @@ int BenchCommand::run() {
     const double p50 = percentile(lat, 0.5), ours = samples.empty() ? 0 : samples.front().p50_ms;
     out["compare"] = {{"policy", base->name()}, {"p50_ms", p50}, {"speedup_p50", ours > 0 ? p50 / ours : 0}};
     if (!json_)
-      std::printf("%s per token: p50 %.4f ms -> %s is %.1fx faster per token (p50 at position %lld)\n", base->name().c_str(), p50,
-                  policy.name().c_str(), ours > 0 ? p50 / ours : 0.0, samples.empty() ? 0LL : static_cast<long long>(samples.front().position));
+      std::printf("%s per token: p50 %.4f ms -> %s is %.1fx faster per token (p50 at position %lld)\n",
+                  base->name().c_str(), p50, policy.name().c_str(), ours > 0 ? p50 / ours : 0.0,
+                  samples.empty() ? 0LL : static_cast<long long>(samples.front().position));
   }
   if (json_) std::printf("%s\n", out.dump(2).c_str());
   return 0;

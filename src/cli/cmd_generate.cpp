@@ -42,7 +42,8 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   model_.add(*sub_);
   policy_.add(*sub_, false);
   sub_->add_option("-p,--prompt", prompt_, "prompt text (default: start from BOS)");
-  sub_->add_option("-n,--n-predict", n_new_, "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
+  sub_->add_option("-n,--n-predict", n_new_,
+                   "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
   sub_->add_option("--temp", sampling_.temperature, "temperature (0 = greedy)")->capture_default_str();
   sub_->add_option("--top-k", sampling_.top_k, "top-k (0 = off)")->capture_default_str();
   sub_->add_option("--top-p", sampling_.top_p, "top-p (1 = off)")->capture_default_str();
@@ -70,10 +71,12 @@ int GenerateCommand::run() {
   EngineOptions eo;
   eo.threads = model_.threads;
   eo.max_chunk = policy_.chunk;
-  const int64_t budget = static_cast<int64_t>(prompt.size()) + (n_new_ > 0 ? n_new_ : 4 * model->config.trained_context);
+  const int64_t budget =
+      static_cast<int64_t>(prompt.size()) + (n_new_ > 0 ? n_new_ : 4 * model->config.trained_context);
   const KvPolicy cache_policy = policy.kind == PolicyKind::Recompute ? KvPolicy::dense() : policy;
   const int64_t cache_tokens = policy.kind == PolicyKind::Recompute ? policy.recompute_len : budget;
-  eo.kv_blocks = kv_blocks_ > 0 ? kv_blocks_ : blocks_needed(cache_policy, cache_tokens, eo.block_tokens, eo.max_chunk) + 1;
+  eo.kv_blocks =
+      kv_blocks_ > 0 ? kv_blocks_ : blocks_needed(cache_policy, cache_tokens, eo.block_tokens, eo.max_chunk) + 1;
   Engine engine(model, eo);
 
   std::signal(SIGINT, on_sigint);
@@ -113,8 +116,10 @@ int GenerateCommand::run() {
     if (!ignore_eos_ && model->vocab.is_eog(next)) break;
     ++generated;
     recent.push(next);
-    if (ids_) std::printf("%d\n", next);
-    else std::fputs(detok.push(next).c_str(), stdout);
+    if (ids_)
+      std::printf("%d\n", next);
+    else
+      std::fputs(detok.push(next).c_str(), stdout);
     std::fflush(stdout);
     if (n_new_ >= 0 && generated >= n_new_) break;
     const int32_t one[1] = {next};
@@ -127,10 +132,12 @@ int GenerateCommand::run() {
   const double decode_s = seconds_since(t1);
   if (!ids_) std::fputs((detok.flush() + "\n").c_str(), stdout);
   std::fflush(stdout);
-  std::fprintf(stderr, "\n[sinkstream] policy %s | prefill %zu tok in %.3f s (%s tok/s) | decode %lld tok in %.3f s (%s tok/s)%s\n",
-               policy.name().c_str(), prompt.size(), prefill_s, format_rate(prompt.size() / std::max(prefill_s, 1e-9)).c_str(),
-               static_cast<long long>(generated), decode_s, format_rate(generated / std::max(decode_s, 1e-9)).c_str(),
-               g_interrupted.load() ? " | interrupted" : "");
+  std::fprintf(
+      stderr,
+      "\n[sinkstream] policy %s | prefill %zu tok in %.3f s (%s tok/s) | decode %lld tok in %.3f s (%s tok/s)%s\n",
+      policy.name().c_str(), prompt.size(), prefill_s, format_rate(prompt.size() / std::max(prefill_s, 1e-9)).c_str(),
+      static_cast<long long>(generated), decode_s, format_rate(generated / std::max(decode_s, 1e-9)).c_str(),
+      g_interrupted.load() ? " | interrupted" : "");
   return rc;
 }
 

@@ -48,7 +48,8 @@ std::string expand_name(const std::string& pattern, const KvPolicy& p, bool seve
   if (pos != std::string::npos) return pattern.substr(0, pos) + file_tag(p) + pattern.substr(pos + 8);
   if (!several) return pattern;
   const auto dot = pattern.find_last_of('.');
-  return dot == std::string::npos ? pattern + "." + file_tag(p) : pattern.substr(0, dot) + "_" + file_tag(p) + pattern.substr(dot);
+  return dot == std::string::npos ? pattern + "." + file_tag(p)
+                                  : pattern.substr(0, dot) + "_" + file_tag(p) + pattern.substr(dot);
 }
 
 struct PolicyRun {
@@ -145,7 +146,9 @@ PerplexityCommand::PerplexityCommand(CLI::App& app) {
   f->excludes(tf);
   sub_->add_flag("--raw", raw_, "tokenize the file as-is instead of joining <|endoftext|> stories");
   sub_->add_option("--limit", limit_, "use at most N tokens")->check(CLI::NonNegativeNumber);
-  sub_->add_option("--segment", segment_, "tokens per segment in the summary")->check(CLI::PositiveNumber)->capture_default_str();
+  sub_->add_option("--segment", segment_, "tokens per segment in the summary")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub_->add_option("--nll-out", nll_out_, "write per-token NLL ({policy} in the name expands per policy)");
   sub_->add_option("--csv", csv_, "write per-token NLL of every policy as CSV");
   sub_->add_option("--plot", plot_, "write an SVG chart of perplexity against tokens");
@@ -191,7 +194,8 @@ int PerplexityCommand::run() {
     Progress progress(pol.name(), tty);
     const auto t0 = std::chrono::steady_clock::now();
     auto nll_r = score_tokens(engine, tokens, pol, [&](int64_t done, int64_t total, double sum) {
-      progress.update(done, total, "ppl " + fmt("%.4f", std::exp(sum / static_cast<double>(std::max<int64_t>(done, 1)))));
+      progress.update(done, total,
+                      "ppl " + fmt("%.4f", std::exp(sum / static_cast<double>(std::max<int64_t>(done, 1)))));
     });
     progress.finish();
     if (!nll_r.ok()) return fail(pol.name() + ": " + nll_r.error().message);
@@ -199,17 +203,19 @@ int PerplexityCommand::run() {
     run.nll = std::move(nll_r.value());
     run.peak_kv_bytes = static_cast<size_t>(engine.pool().peak_used_blocks()) * engine.pool().block_bytes();
     if (!nll_out_.empty())
-      if (auto st = write_nll(expand_name(nll_out_, pol, pols.size() > 1), run); !st.ok()) return fail(st.error().message);
+      if (auto st = write_nll(expand_name(nll_out_, pol, pols.size() > 1), run); !st.ok())
+        return fail(st.error().message);
     runs.push_back(std::move(run));
   }
 
-  std::printf("%-16s %8s %12s %10s %12s  %s\n", "policy", "tokens", "perplexity", "tok/s", "peak KV", "ppl per segment");
+  std::printf("%-16s %8s %12s %10s %12s  %s\n", "policy", "tokens", "perplexity", "tok/s", "peak KV",
+              "ppl per segment");
   for (const auto& r : runs) {
     std::string segs;
     for (double v : segment_ppl(r.nll, static_cast<size_t>(segment_))) segs += fmt("%.3f ", v);
     std::printf("%-16s %8zu %12.6f %10.1f %9.1f KiB  %s\n", r.policy.name().c_str(), r.nll.size(), r.ppl(),
-                static_cast<double>(r.nll.size()) / std::max(r.seconds, 1e-9), static_cast<double>(r.peak_kv_bytes) / 1024.0,
-                segs.c_str());
+                static_cast<double>(r.nll.size()) / std::max(r.seconds, 1e-9),
+                static_cast<double>(r.peak_kv_bytes) / 1024.0, segs.c_str());
   }
   std::printf("(segments of %lld tokens)\n", segment_);
   std::fflush(stdout);

@@ -1,6 +1,7 @@
+#include <sys/stat.h>
+
 #include <csignal>
 #include <cstdio>
-#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "server/http_server.h"
@@ -22,17 +23,27 @@ ServeCommand::ServeCommand(CLI::App& app) {
   model_.add(*sub_);
   policy_.add(*sub_, false);
   sub_->add_option("--host", host_, "address to bind")->capture_default_str();
-  sub_->add_option("--port", port_, "port (0: any free port, printed on start)")->check(CLI::Range(0, 65535))->capture_default_str();
+  sub_->add_option("--port", port_, "port (0: any free port, printed on start)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
   sub_->add_option("--api-key", api_key_, "require 'Authorization: Bearer KEY' on /v1/*");
-  sub_->add_option("--max-sessions", max_sessions_, "most live sessions")->check(CLI::PositiveNumber)->capture_default_str();
-  sub_->add_option("--max-batch", max_batch_, "most requests per batched step")->check(CLI::PositiveNumber)->capture_default_str();
-  sub_->add_option("--max-queue", max_queue_, "most waiting requests (more get 429)")->check(CLI::PositiveNumber)->capture_default_str();
+  sub_->add_option("--max-sessions", max_sessions_, "most live sessions")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub_->add_option("--max-batch", max_batch_, "most requests per batched step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub_->add_option("--max-queue", max_queue_, "most waiting requests (more get 429)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: 64 sequences' worth)");
   sub_->add_option("--state-dir", state_dir_, "persist sessions here after every turn; restored on start");
-  sub_->add_option("--chat-template", chat_template_, "force a chat format: plain, llama-2, llama-3, chatml, mistral, zephyr");
+  sub_->add_option("--chat-template", chat_template_,
+                   "force a chat format: plain, llama-2, llama-3, chatml, mistral, zephyr");
   sub_->add_option("--max-body", max_body_, "largest request body in bytes")->capture_default_str();
   sub_->add_option("--max-prompt-tokens", max_prompt_tokens_, "largest prompt in tokens")->capture_default_str();
-  sub_->add_option("--max-tokens-limit", max_tokens_limit_, "cap on max_tokens per request (0: none)")->capture_default_str();
+  sub_->add_option("--max-tokens-limit", max_tokens_limit_, "cap on max_tokens per request (0: none)")
+      ->capture_default_str();
 }
 
 int ServeCommand::run() {
@@ -52,17 +63,20 @@ int ServeCommand::run() {
   so.model_name = model->source.substr(model->source.find_last_of('/') + 1);
   if (!chat_template_.empty()) {
     auto f = chat_family_from_name(chat_template_);
-    if (!f) return fail("unknown chat template '" + chat_template_ + "' (plain, llama-2, llama-3, chatml, mistral, zephyr)");
+    if (!f)
+      return fail("unknown chat template '" + chat_template_ + "' (plain, llama-2, llama-3, chatml, mistral, zephyr)");
     so.chat = *f;
   } else {
     so.chat = detect_chat_family(model->vocab.chat_template);
   }
   if (!state_dir_.empty()) {
     struct stat st {};
-    if (stat(state_dir_.c_str(), &st) != 0 && mkdir(state_dir_.c_str(), 0700) != 0) return fail(state_dir_ + ": cannot create");
+    if (stat(state_dir_.c_str(), &st) != 0 && mkdir(state_dir_.c_str(), 0700) != 0)
+      return fail(state_dir_ + ": cannot create");
   }
   if (!is_loopback(host_) && api_key_.empty())
-    std::fprintf(stderr, "warning: serving on %s without --api-key: anyone who can reach it can use it\n", host_.c_str());
+    std::fprintf(stderr, "warning: serving on %s without --api-key: anyone who can reach it can use it\n",
+                 host_.c_str());
   SchedulerOptions sopts;
   sopts.policy = pols.value()[0];
   sopts.threads = model_.threads;
@@ -81,8 +95,8 @@ int ServeCommand::run() {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
-  std::fprintf(stderr, "[sinkstream] serving %s on http://%s:%d (policy %s, chat %s)\n", so.model_name.c_str(), host_.c_str(), port,
-               sopts.policy.name().c_str(), chat_family_name(so.chat));
+  std::fprintf(stderr, "[sinkstream] serving %s on http://%s:%d (policy %s, chat %s)\n", so.model_name.c_str(),
+               host_.c_str(), port, sopts.policy.name().c_str(), chat_family_name(so.chat));
   std::printf("listening on port %d\n", port);
   std::fflush(stdout);
   server.serve();

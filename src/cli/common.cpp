@@ -23,9 +23,7 @@ void ModelFlags::add(CLI::App& app) {
   app.add_option("-t,--threads", threads, "worker threads")->check(CLI::Range(1, 256))->capture_default_str();
 }
 
-Result<std::shared_ptr<const Model>> ModelFlags::load() const {
-  return load_model(ModelLoadOptions{model, tokenizer});
-}
+Result<std::shared_ptr<const Model>> ModelFlags::load() const { return load_model(ModelLoadOptions{model, tokenizer}); }
 
 void PolicyFlags::add(CLI::App& app, bool many) {
   if (many)
@@ -34,7 +32,9 @@ void PolicyFlags::add(CLI::App& app, bool many) {
     app.add_option("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L")->expected(1);
   app.add_option("--sinks", sinks, "shorthand: sinks:S:W with --window")->check(CLI::Range(0, 1 << 20));
   app.add_option("--window", window, "shorthand: window size W")->check(CLI::Range(1, 1 << 24));
-  app.add_option("--chunk", chunk, "prefill chunk size (tokens per step)")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  app.add_option("--chunk", chunk, "prefill chunk size (tokens per step)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
 }
 
 Result<std::vector<KvPolicy>> PolicyFlags::resolve(int64_t ctx) const {

@@ -22,8 +22,9 @@ void Progress::update(int64_t done, int64_t total, const std::string& extra) {
     const int fill = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<size_t>(fill), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r\033[K%-16s [%s] %3.0f%% %lld/%lld tok %8.0f tok/s ETA %5.0fs %s", label_.c_str(), bar.c_str(),
-                 frac * 100, static_cast<long long>(done), static_cast<long long>(total), rate, eta, extra.c_str());
+    std::fprintf(stderr, "\r\033[K%-16s [%s] %3.0f%% %lld/%lld tok %8.0f tok/s ETA %5.0fs %s", label_.c_str(),
+                 bar.c_str(), frac * 100, static_cast<long long>(done), static_cast<long long>(total), rate, eta,
+                 extra.c_str());
     drawn_ = true;
   } else {
     const int decile = static_cast<int>(frac * 10);

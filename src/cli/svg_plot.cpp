@@ -13,9 +13,12 @@ const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", 
 
 std::string num(double v) {
   char buf[32];
-  if (std::fabs(v) >= 1e5 || (std::fabs(v) < 1e-2 && v != 0)) std::snprintf(buf, sizeof buf, "%.3g", v);
-  else if (std::fabs(v - std::round(v)) < 1e-9) std::snprintf(buf, sizeof buf, "%.0f", v);
-  else std::snprintf(buf, sizeof buf, "%.2f", v);
+  if (std::fabs(v) >= 1e5 || (std::fabs(v) < 1e-2 && v != 0))
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  else if (std::fabs(v - std::round(v)) < 1e-9)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f", v);
   return buf;
 }
 
@@ -41,11 +44,20 @@ std::string xml_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -73,10 +85,11 @@ std::string LineChart::render(int W, int H) const {
   auto py = [&](double y) { return mt + ph - (fy(y) - ly0) / (ly1 - ly0) * ph; };
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " " << H
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W
+    << " " << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << W / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title) << "</text>\n";
+    << "<text x=\"" << W / 2 << "\" y=\"28\" text-anchor=\"middle\" font-size=\"16\">" << xml_escape(title)
+    << "</text>\n";
   // Axes and grid.
   o << "<g stroke=\"#ddd\">\n";
   std::vector<double> yt;
@@ -89,17 +102,22 @@ std::string LineChart::render(int W, int H) const {
   } else {
     yt = linear_ticks(ly0, ly1, 6);
   }
-  for (double v : yt) o << "<line x1=\"" << ml << "\" x2=\"" << ml + pw << "\" y1=\"" << py(v) << "\" y2=\"" << py(v) << "\"/>\n";
+  for (double v : yt)
+    o << "<line x1=\"" << ml << "\" x2=\"" << ml + pw << "\" y1=\"" << py(v) << "\" y2=\"" << py(v) << "\"/>\n";
   const auto xt = linear_ticks(x0, x1, 8);
-  for (double v : xt) o << "<line x1=\"" << px(v) << "\" x2=\"" << px(v) << "\" y1=\"" << mt << "\" y2=\"" << mt + ph << "\"/>\n";
+  for (double v : xt)
+    o << "<line x1=\"" << px(v) << "\" x2=\"" << px(v) << "\" y1=\"" << mt << "\" y2=\"" << mt + ph << "\"/>\n";
   o << "</g>\n<g fill=\"#333\">\n";
-  for (double v : yt) o << "<text x=\"" << ml - 6 << "\" y=\"" << py(v) + 4 << "\" text-anchor=\"end\">" << num(v) << "</text>\n";
-  for (double v : xt) o << "<text x=\"" << px(v) << "\" y=\"" << mt + ph + 18 << "\" text-anchor=\"middle\">" << num(v) << "</text>\n";
+  for (double v : yt)
+    o << "<text x=\"" << ml - 6 << "\" y=\"" << py(v) + 4 << "\" text-anchor=\"end\">" << num(v) << "</text>\n";
+  for (double v : xt)
+    o << "<text x=\"" << px(v) << "\" y=\"" << mt + ph + 18 << "\" text-anchor=\"middle\">" << num(v) << "</text>\n";
   o << "</g>\n<rect x=\"" << ml << "\" y=\"" << mt << "\" width=\"" << pw << "\" height=\"" << ph
     << "\" fill=\"none\" stroke=\"#333\"/>\n"
-    << "<text x=\"" << ml + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">" << xml_escape(x_label) << "</text>\n"
-    << "<text transform=\"translate(20," << mt + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(y_label)
-    << (log_y ? " (log scale)" : "") << "</text>\n";
+    << "<text x=\"" << ml + pw / 2 << "\" y=\"" << H - 15 << "\" text-anchor=\"middle\">" << xml_escape(x_label)
+    << "</text>\n"
+    << "<text transform=\"translate(20," << mt + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    << xml_escape(y_label) << (log_y ? " (log scale)" : "") << "</text>\n";
   for (size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
     const char* col = kColors[k % (sizeof kColors / sizeof kColors[0])];
@@ -108,13 +126,15 @@ std::string LineChart::render(int W, int H) const {
     for (size_t i = 0; i < s.x.size(); ++i) {
       if (!std::isfinite(s.y[i]) || (log_y && s.y[i] <= 0)) continue;
       char buf[64];
-      std::snprintf(buf, sizeof buf, "%.1f,%.1f ", px(s.x[i]), py(std::clamp(s.y[i], std::pow(10.0, ly0), std::pow(10.0, ly1))));
+      std::snprintf(buf, sizeof buf, "%.1f,%.1f ", px(s.x[i]),
+                    py(std::clamp(s.y[i], std::pow(10.0, ly0), std::pow(10.0, ly1))));
       o << buf;
     }
     o << "\"/>\n</g>\n";
     const double ly = mt + 10 + 20.0 * static_cast<double>(k);
-    o << "<line x1=\"" << ml + pw + 15 << "\" x2=\"" << ml + pw + 40 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\"" << col
-      << "\" stroke-width=\"3\"/><text x=\"" << ml + pw + 46 << "\" y=\"" << ly + 4 << "\">" << xml_escape(s.name) << "</text>\n";
+    o << "<line x1=\"" << ml + pw + 15 << "\" x2=\"" << ml + pw + 40 << "\" y1=\"" << ly << "\" y2=\"" << ly
+      << "\" stroke=\"" << col << "\" stroke-width=\"3\"/><text x=\"" << ml + pw + 46 << "\" y=\"" << ly + 4 << "\">"
+      << xml_escape(s.name) << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -130,9 +150,11 @@ std::string Heatmap::render(int cell) const {
   if (mx <= 0) mx = 1;
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    << "<text x=\"" << W / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title) << "</text>\n";
+    << "<text x=\"" << W / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title)
+    << "</text>\n";
   for (int r = 0; r < rows; ++r) {
     o << "<text x=\"" << ml - 6 << "\" y=\"" << mt + r * cell + cell / 2 + 4 << "\" text-anchor=\"end\">"
       << xml_escape(r < static_cast<int>(row_labels.size()) ? row_labels[static_cast<size_t>(r)] : "") << "</text>\n";
@@ -141,17 +163,19 @@ std::string Heatmap::render(int cell) const {
       const int shade = static_cast<int>(255 - 215 * std::clamp(v / mx, 0.0, 1.0));
       char col[16];
       std::snprintf(col, sizeof col, "#%02x%02xff", shade, shade);
-      o << "<rect x=\"" << ml + c * cell << "\" y=\"" << mt + r * cell << "\" width=\"" << cell << "\" height=\"" << cell << "\" fill=\""
-        << col << "\" stroke=\"#fff\"><title>" << num(v) << "</title></rect>\n";
+      o << "<rect x=\"" << ml + c * cell << "\" y=\"" << mt + r * cell << "\" width=\"" << cell << "\" height=\""
+        << cell << "\" fill=\"" << col << "\" stroke=\"#fff\"><title>" << num(v) << "</title></rect>\n";
     }
   }
   for (int c = 0; c < cols; ++c)
     if (cols <= 40 || c % (cols / 20 + 1) == 0)
-      o << "<text x=\"" << ml + c * cell + cell / 2 << "\" y=\"" << mt + rows * cell + 16 << "\" text-anchor=\"middle\">"
+      o << "<text x=\"" << ml + c * cell + cell / 2 << "\" y=\"" << mt + rows * cell + 16
+        << "\" text-anchor=\"middle\">"
         << xml_escape(c < static_cast<int>(col_labels.size()) ? col_labels[static_cast<size_t>(c)] : "") << "</text>\n";
-  o << "<text x=\"" << ml + cols * cell / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">" << xml_escape(x_label) << "</text>\n"
-    << "<text transform=\"translate(16," << mt + rows * cell / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << xml_escape(y_label)
-    << "</text>\n"
+  o << "<text x=\"" << ml + cols * cell / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">"
+    << xml_escape(x_label) << "</text>\n"
+    << "<text transform=\"translate(16," << mt + rows * cell / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    << xml_escape(y_label) << "</text>\n"
     << "<text x=\"" << ml + cols * cell + 10 << "\" y=\"" << mt + 12 << "\">max " << num(mx) << "</text>\n</svg>\n";
   return o.str();
 }

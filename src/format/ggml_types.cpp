@@ -11,11 +11,16 @@ namespace ss {
 
 std::optional<TypeTraits> type_traits(uint32_t raw_type) {
   switch (static_cast<GgmlType>(raw_type)) {
-    case GgmlType::F32: return TypeTraits{"F32", 1, 4};
-    case GgmlType::F16: return TypeTraits{"F16", 1, 2};
-    case GgmlType::BF16: return TypeTraits{"BF16", 1, 2};
-    case GgmlType::Q8_0: return TypeTraits{"Q8_0", kQ8_0Block, 2 + kQ8_0Block};
-    case GgmlType::Q4_0: return TypeTraits{"Q4_0", kQ4_0Block, 2 + kQ4_0Block / 2};
+    case GgmlType::F32:
+      return TypeTraits{"F32", 1, 4};
+    case GgmlType::F16:
+      return TypeTraits{"F16", 1, 2};
+    case GgmlType::BF16:
+      return TypeTraits{"BF16", 1, 2};
+    case GgmlType::Q8_0:
+      return TypeTraits{"Q8_0", kQ8_0Block, 2 + kQ8_0Block};
+    case GgmlType::Q4_0:
+      return TypeTraits{"Q4_0", kQ4_0Block, 2 + kQ4_0Block / 2};
   }
   return std::nullopt;
 }

@@ -17,8 +17,8 @@ enum class GgmlType : uint32_t {
 
 struct TypeTraits {
   const char* name;
-  int block_elems;   // elements per block
-  int block_bytes;   // bytes per block
+  int block_elems;  // elements per block
+  int block_bytes;  // bytes per block
 };
 
 // nullopt for types sinkstream does not (yet) support.

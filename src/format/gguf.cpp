@@ -14,12 +14,31 @@ constexpr int kMaxArrayDepth = 2;
 
 bool elem_size(GgufValueType t, size_t& out) {
   switch (t) {
-    case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::BOOL: out = 1; return true;
-    case GgufValueType::U16: case GgufValueType::I16: out = 2; return true;
-    case GgufValueType::U32: case GgufValueType::I32: case GgufValueType::F32: out = 4; return true;
-    case GgufValueType::U64: case GgufValueType::I64: case GgufValueType::F64: out = 8; return true;
-    case GgufValueType::STRING: out = 8; return true;  // at least the length field
-    case GgufValueType::ARRAY: out = 12; return true;
+    case GgufValueType::U8:
+    case GgufValueType::I8:
+    case GgufValueType::BOOL:
+      out = 1;
+      return true;
+    case GgufValueType::U16:
+    case GgufValueType::I16:
+      out = 2;
+      return true;
+    case GgufValueType::U32:
+    case GgufValueType::I32:
+    case GgufValueType::F32:
+      out = 4;
+      return true;
+    case GgufValueType::U64:
+    case GgufValueType::I64:
+    case GgufValueType::F64:
+      out = 8;
+      return true;
+    case GgufValueType::STRING:
+      out = 8;
+      return true;  // at least the length field
+    case GgufValueType::ARRAY:
+      out = 12;
+      return true;
   }
   return false;
 }
@@ -57,16 +76,36 @@ struct Parser {
     };
     bool ok = true;
     switch (type) {
-      case GgufValueType::U8: ok = rd(uint8_t{}); break;
-      case GgufValueType::I8: ok = rd(int8_t{}); break;
-      case GgufValueType::U16: ok = rd(uint16_t{}); break;
-      case GgufValueType::I16: ok = rd(int16_t{}); break;
-      case GgufValueType::U32: ok = rd(uint32_t{}); break;
-      case GgufValueType::I32: ok = rd(int32_t{}); break;
-      case GgufValueType::U64: ok = rd(uint64_t{}); break;
-      case GgufValueType::I64: ok = rd(int64_t{}); break;
-      case GgufValueType::F32: ok = rd(float{}); break;
-      case GgufValueType::F64: ok = rd(double{}); break;
+      case GgufValueType::U8:
+        ok = rd(uint8_t{});
+        break;
+      case GgufValueType::I8:
+        ok = rd(int8_t{});
+        break;
+      case GgufValueType::U16:
+        ok = rd(uint16_t{});
+        break;
+      case GgufValueType::I16:
+        ok = rd(int16_t{});
+        break;
+      case GgufValueType::U32:
+        ok = rd(uint32_t{});
+        break;
+      case GgufValueType::I32:
+        ok = rd(int32_t{});
+        break;
+      case GgufValueType::U64:
+        ok = rd(uint64_t{});
+        break;
+      case GgufValueType::I64:
+        ok = rd(int64_t{});
+        break;
+      case GgufValueType::F32:
+        ok = rd(float{});
+        break;
+      case GgufValueType::F64:
+        ok = rd(double{});
+        break;
       case GgufValueType::BOOL: {
         uint8_t b;
         ok = r.read(b);
@@ -84,7 +123,8 @@ struct Parser {
         uint64_t n;
         if (!r.read(et) || !r.read(n)) return fail("truncated array header");
         size_t es;
-        if (!elem_size(static_cast<GgufValueType>(et), es)) return fail("unknown array element type " + std::to_string(et));
+        if (!elem_size(static_cast<GgufValueType>(et), es))
+          return fail("unknown array element type " + std::to_string(et));
         if (n > r.remaining() / es) return fail("array count " + std::to_string(n) + " exceeds file");
         v.elem_type = static_cast<GgufValueType>(et);
         v.arr.reserve(static_cast<size_t>(n));
@@ -106,8 +146,14 @@ struct Parser {
 
 bool GgufValue::is_int() const {
   switch (type) {
-    case GgufValueType::U8: case GgufValueType::I8: case GgufValueType::U16: case GgufValueType::I16:
-    case GgufValueType::U32: case GgufValueType::I32: case GgufValueType::U64: case GgufValueType::I64:
+    case GgufValueType::U8:
+    case GgufValueType::I8:
+    case GgufValueType::U16:
+    case GgufValueType::I16:
+    case GgufValueType::U32:
+    case GgufValueType::I32:
+    case GgufValueType::U64:
+    case GgufValueType::I64:
     case GgufValueType::BOOL:
       return true;
     default:
@@ -142,7 +188,8 @@ Result<GgufFile> GgufFile::parse(std::shared_ptr<MappedFile> file) {
     g.kv_[key] = std::move(val);
   }
   if (auto it = g.kv_.find("general.alignment"); it != g.kv_.end()) {
-    if (!it->second.is_int() || it->second.i <= 0 || (it->second.i & (it->second.i - 1)) != 0 || it->second.i > (1 << 20))
+    if (!it->second.is_int() || it->second.i <= 0 || (it->second.i & (it->second.i - 1)) != 0 ||
+        it->second.i > (1 << 20))
       return p.fail("general.alignment must be a power of two");
     g.alignment_ = static_cast<uint64_t>(it->second.i);
   }
@@ -182,7 +229,8 @@ Result<GgufFile> GgufFile::parse(std::shared_ptr<MappedFile> file) {
     if (ti.nbytes == 0) continue;  // unsupported type: reported when used
     const uint64_t data_size = file_size - g.data_offset_;
     if (ti.offset > data_size || ti.nbytes > data_size - ti.offset)
-      return make_error(file->path() + ": truncated GGUF: tensor '" + ti.name + "' data extends past the end of the file");
+      return make_error(file->path() + ": truncated GGUF: tensor '" + ti.name +
+                        "' data extends past the end of the file");
   }
   return g;
 }

@@ -16,16 +16,27 @@
 namespace ss {
 
 enum class GgufValueType : uint32_t {
-  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7,
-  STRING = 8, ARRAY = 9, U64 = 10, I64 = 11, F64 = 12,
+  U8 = 0,
+  I8 = 1,
+  U16 = 2,
+  I16 = 3,
+  U32 = 4,
+  I32 = 5,
+  F32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  U64 = 10,
+  I64 = 11,
+  F64 = 12,
 };
 
 struct GgufValue {
   GgufValueType type = GgufValueType::U8;
-  int64_t i = 0;      // all integer types and bool
-  uint64_t u = 0;     // unsigned view for U64
-  double f = 0;       // F32/F64
-  std::string s;      // STRING
+  int64_t i = 0;                                // all integer types and bool
+  uint64_t u = 0;                               // unsigned view for U64
+  double f = 0;                                 // F32/F64
+  std::string s;                                // STRING
   GgufValueType elem_type = GgufValueType::U8;  // ARRAY
   std::vector<GgufValue> arr;
 

@@ -21,8 +21,7 @@ class GgufWriter {
   void set_i32s(const std::string& key, const std::vector<int32_t>& v);
 
   // ne[0] is the row length; data holds ne[0]*ne[1]*... floats, stored as `type`.
-  void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne,
-                  const std::vector<float>& data);
+  void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, const std::vector<float>& data);
 
   std::vector<uint8_t> bytes(uint32_t alignment = 32) const;
   Status write(const std::string& path) const;

@@ -100,7 +100,8 @@ Result<Llama2cVocab> parse_llama2c_tokenizer(std::span<const uint8_t> bytes, con
     if (len < 0 || static_cast<uint32_t>(len) > v.max_token_length || !std::isfinite(score))
       return make_error(path + ": corrupt tokenizer.bin entry " + std::to_string(i));
     std::string s;
-    if (!r.read_bytes(static_cast<size_t>(len), s)) return make_error(path + ": truncated tokenizer.bin piece " + std::to_string(i));
+    if (!r.read_bytes(static_cast<size_t>(len), s))
+      return make_error(path + ": truncated tokenizer.bin piece " + std::to_string(i));
     v.pieces.push_back(std::move(s));
     v.scores.push_back(score);
   }

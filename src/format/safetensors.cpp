@@ -10,13 +10,20 @@ namespace {
 constexpr uint64_t kMaxHeader = 100u << 20;
 
 bool dtype_size(const std::string& d, size_t& out) {
-  if (d == "F32") out = 4;
-  else if (d == "F16" || d == "BF16") out = 2;
-  else if (d == "F64" || d == "I64") out = 8;
-  else if (d == "I32" || d == "U32") out = 4;
-  else if (d == "I16" || d == "U16") out = 2;
-  else if (d == "I8" || d == "U8" || d == "BOOL" || d == "F8_E4M3" || d == "F8_E5M2") out = 1;
-  else return false;
+  if (d == "F32")
+    out = 4;
+  else if (d == "F16" || d == "BF16")
+    out = 2;
+  else if (d == "F64" || d == "I64")
+    out = 8;
+  else if (d == "I32" || d == "U32")
+    out = 4;
+  else if (d == "I16" || d == "U16")
+    out = 2;
+  else if (d == "I8" || d == "U8" || d == "BOOL" || d == "F8_E4M3" || d == "F8_E5M2")
+    out = 1;
+  else
+    return false;
   return true;
 }
 }  // namespace
@@ -113,10 +120,15 @@ Result<TensorView> SafetensorsSet::tensor(const std::string& name) const {
   const auto& e = it->second;
   TensorView v;
   v.name = name;
-  if (e.dtype == "F32") v.type = GgmlType::F32;
-  else if (e.dtype == "F16") v.type = GgmlType::F16;
-  else if (e.dtype == "BF16") v.type = GgmlType::BF16;
-  else return make_error(e.file + ": tensor '" + name + "' has unsupported dtype " + e.dtype + " (supported: F32, F16, BF16)");
+  if (e.dtype == "F32")
+    v.type = GgmlType::F32;
+  else if (e.dtype == "F16")
+    v.type = GgmlType::F16;
+  else if (e.dtype == "BF16")
+    v.type = GgmlType::BF16;
+  else
+    return make_error(e.file + ": tensor '" + name + "' has unsupported dtype " + e.dtype +
+                      " (supported: F32, F16, BF16)");
   if (e.shape.empty() || e.shape.size() > 2) return make_error(e.file + ": tensor '" + name + "' must be 1-D or 2-D");
   v.ne0 = e.shape.back();
   v.ne1 = e.shape.size() == 2 ? e.shape[0] : 1;

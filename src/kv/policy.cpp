@@ -36,8 +36,7 @@ Result<KvPolicy> KvPolicy::parse(std::string_view spec, int64_t trained_context)
   const auto parts = split(spec, ':');
   const std::string s(spec);
   auto bad = [&](const std::string& why) {
-    return make_error("invalid policy '" + s + "': " + why +
-                      " (expected dense, window:W, sinks:S:W or recompute:L)");
+    return make_error("invalid policy '" + s + "': " + why + " (expected dense, window:W, sinks:S:W or recompute:L)");
   };
   constexpr int64_t kMax = int64_t{1} << 24;
   std::vector<int64_t> nums;
@@ -82,10 +81,14 @@ Result<KvPolicy> KvPolicy::parse(std::string_view spec, int64_t trained_context)
 
 std::string KvPolicy::name() const {
   switch (kind) {
-    case PolicyKind::Dense: return "dense";
-    case PolicyKind::Window: return "window:" + std::to_string(window);
-    case PolicyKind::Sinks: return "sinks:" + std::to_string(sinks) + ":" + std::to_string(window);
-    case PolicyKind::Recompute: return "recompute:" + std::to_string(recompute_len);
+    case PolicyKind::Dense:
+      return "dense";
+    case PolicyKind::Window:
+      return "window:" + std::to_string(window);
+    case PolicyKind::Sinks:
+      return "sinks:" + std::to_string(sinks) + ":" + std::to_string(window);
+    case PolicyKind::Recompute:
+      return "recompute:" + std::to_string(recompute_len);
   }
   return "?";
 }

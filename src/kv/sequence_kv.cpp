@@ -52,8 +52,9 @@ Status SequenceKv::reserve(int64_t n) {
     BlockId* b = block_for(u);
     if (*b >= 0) continue;
     auto id = pool_.allocate();
-    if (!id) return make_error("KV cache full: no free block in the pool (" + std::to_string(pool_.total_blocks()) +
-                               " blocks of " + std::to_string(pool_.block_tokens()) + " tokens)");
+    if (!id)
+      return make_error("KV cache full: no free block in the pool (" + std::to_string(pool_.total_blocks()) +
+                        " blocks of " + std::to_string(pool_.block_tokens()) + " tokens)");
     *b = *id;
   }
   return ok_status();

@@ -13,11 +13,13 @@ Status load_gguf_vocab(const GgufFile& g, Vocab& v) {
   for (const auto& t : tokens->arr) v.pieces.push_back(t.s);
   const size_t n = v.pieces.size();
   if (const auto* s = g.find("tokenizer.ggml.scores")) {
-    if (s->type != GgufValueType::ARRAY || s->arr.size() != n) return make_error(g.path() + ": tokenizer.ggml.scores size mismatch");
+    if (s->type != GgufValueType::ARRAY || s->arr.size() != n)
+      return make_error(g.path() + ": tokenizer.ggml.scores size mismatch");
     for (const auto& x : s->arr) v.scores.push_back(static_cast<float>(x.f));
   }
   if (const auto* t = g.find("tokenizer.ggml.token_type")) {
-    if (t->type != GgufValueType::ARRAY || t->arr.size() != n) return make_error(g.path() + ": tokenizer.ggml.token_type size mismatch");
+    if (t->type != GgufValueType::ARRAY || t->arr.size() != n)
+      return make_error(g.path() + ": tokenizer.ggml.token_type size mismatch");
     for (const auto& x : t->arr) {
       if (x.i < 1 || x.i > 6) return make_error(g.path() + ": invalid token type " + std::to_string(x.i));
       v.types.push_back(static_cast<TokenType>(x.i));
@@ -39,9 +41,10 @@ Status load_gguf_vocab(const GgufFile& g, Vocab& v) {
     if (p == "llama3" || p == "llama-bpe" || p == "smaug-bpe") {
       v.pre = PreTokenizer::Llama3;
       v.ignore_merges = true;
-    }
-    else if (p == "qwen2") v.pre = PreTokenizer::Qwen2;
-    else v.pre = PreTokenizer::Gpt2;
+    } else if (p == "qwen2")
+      v.pre = PreTokenizer::Qwen2;
+    else
+      v.pre = PreTokenizer::Gpt2;
     v.add_bos = false;
     v.add_space_prefix = false;
   } else {
@@ -74,9 +77,12 @@ Result<std::shared_ptr<Model>> load_gguf_model(const std::string& path) {
   auto& c = m->config;
   SS_ASSIGN_OR_RETURN(c.arch_name, g.get_string("general.architecture"));
   const std::string a = c.arch_name;
-  if (a == "llama") c.arch = Arch::Llama;
-  else if (a == "mistral") c.arch = Arch::Mistral;
-  else if (a == "qwen2") c.arch = Arch::Qwen2;
+  if (a == "llama")
+    c.arch = Arch::Llama;
+  else if (a == "mistral")
+    c.arch = Arch::Mistral;
+  else if (a == "qwen2")
+    c.arch = Arch::Qwen2;
   else
     return make_error(path + ": unsupported architecture '" + a + "' (supported: " + supported_architectures() + ")");
 

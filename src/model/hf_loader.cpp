@@ -38,7 +38,8 @@ Status load_tokenizer_json(const std::string& path, int32_t n_vocab, Vocab& v) {
     if (!idj.is_number_integer()) return make_error(path + ": token id for '" + piece + "' is not an integer");
     const auto id = idj.get<int64_t>();
     if (id < 0 || id >= n_vocab)
-      return make_error(path + ": token id " + std::to_string(id) + " outside the model's vocab of " + std::to_string(n_vocab));
+      return make_error(path + ": token id " + std::to_string(id) + " outside the model's vocab of " +
+                        std::to_string(n_vocab));
     v.pieces[static_cast<size_t>(id)] = piece;
     seen[static_cast<size_t>(id)] = true;
     return ok_status();
@@ -85,13 +86,15 @@ Status load_tokenizer_json(const std::string& path, int32_t n_vocab, Vocab& v) {
     v.pre = dumped_pre.find("\\\\p{N}{1,3}") != std::string::npos ? PreTokenizer::Llama3 : PreTokenizer::Gpt2;
   } else {
     v.kind = VocabKind::RankBpe;
-    v.add_space_prefix = dumped_norm.find("Prepend") != std::string::npos || dumped_pre.find("Metaspace") != std::string::npos;
+    v.add_space_prefix =
+        dumped_norm.find("Prepend") != std::string::npos || dumped_pre.find("Metaspace") != std::string::npos;
   }
   // BOS is added when the post-processor's single template starts with a special token.
   v.add_bos = false;
   if (j.contains("post_processor") && j["post_processor"].is_object()) {
     const auto& pp = j["post_processor"];
-    if (pp.contains("single") && pp["single"].is_array() && !pp["single"].empty() && pp["single"][0].contains("SpecialToken"))
+    if (pp.contains("single") && pp["single"].is_array() && !pp["single"].empty() &&
+        pp["single"][0].contains("SpecialToken"))
       v.add_bos = true;
   }
   return ok_status();
@@ -108,11 +111,15 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   m->source = dir;
   auto& c = m->config;
   c.arch_name = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
-  if (c.arch_name == "llama") c.arch = Arch::Llama;
-  else if (c.arch_name == "mistral") c.arch = Arch::Mistral;
-  else if (c.arch_name == "qwen2") c.arch = Arch::Qwen2;
+  if (c.arch_name == "llama")
+    c.arch = Arch::Llama;
+  else if (c.arch_name == "mistral")
+    c.arch = Arch::Mistral;
+  else if (c.arch_name == "qwen2")
+    c.arch = Arch::Qwen2;
   else
-    return make_error(cfg_path + ": unsupported model_type '" + c.arch_name + "' (supported: " + supported_architectures() + ")");
+    return make_error(cfg_path + ": unsupported model_type '" + c.arch_name +
+                      "' (supported: " + supported_architectures() + ")");
   SS_ASSIGN_OR_RETURN(const int64_t dim, jint(j, "hidden_size", cfg_path));
   SS_ASSIGN_OR_RETURN(const int64_t ff, jint(j, "intermediate_size", cfg_path));
   SS_ASSIGN_OR_RETURN(const int64_t nl, jint(j, "num_hidden_layers", cfg_path));
@@ -128,14 +135,17 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   c.n_heads = static_cast<int>(nh);
   c.n_kv_heads = static_cast<int>(nkv);
   c.n_vocab = static_cast<int>(nv);
-  c.head_dim = j.contains("head_dim") && j["head_dim"].is_number_integer() ? j["head_dim"].get<int>() : c.dim / c.n_heads;
+  c.head_dim =
+      j.contains("head_dim") && j["head_dim"].is_number_integer() ? j["head_dim"].get<int>() : c.dim / c.n_heads;
   c.rope_dim = c.head_dim;
   c.trained_context = static_cast<int64_t>(jnum(j, "max_position_embeddings", 2048));
   c.rope_base = static_cast<float>(jnum(j, "rope_theta", 10000.0));
   c.rms_eps = static_cast<float>(jnum(j, "rms_norm_eps", 1e-6));
   c.rope_style = RopeStyle::Neox;  // HF stores q/k in rotate-half order
-  c.qkv_bias = c.arch == Arch::Qwen2 || (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
-  c.tied_output = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean() && j["tie_word_embeddings"].get<bool>();
+  c.qkv_bias = c.arch == Arch::Qwen2 ||
+               (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
+  c.tied_output = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean() &&
+                  j["tie_word_embeddings"].get<bool>();
 
   SS_TRY(load_tokenizer_json(dir + "/tokenizer.json", c.n_vocab, m->vocab));
   auto& v = m->vocab;

@@ -21,13 +21,18 @@ Vocab vocab_from_llama2c(const Llama2cVocab& lv) {
   for (size_t i = 0; i < lv.pieces.size(); ++i) {
     std::string p;
     for (char ch : lv.pieces[i]) {
-      if (ch == ' ') p += "\xE2\x96\x81";
-      else p += ch;
+      if (ch == ' ')
+        p += "\xE2\x96\x81";
+      else
+        p += ch;
     }
     TokenType t = TokenType::Normal;
-    if (i == 0) t = TokenType::Unknown;
-    else if (i == 1 || i == 2) t = TokenType::Control;
-    else if (p.size() == 6 && p.rfind("<0x", 0) == 0 && p[5] == '>') t = TokenType::Byte;
+    if (i == 0)
+      t = TokenType::Unknown;
+    else if (i == 1 || i == 2)
+      t = TokenType::Control;
+    else if (p.size() == 6 && p.rfind("<0x", 0) == 0 && p[5] == '>')
+      t = TokenType::Byte;
     if (i == 1) p = "<s>";
     if (i == 2) p = "</s>";
     v.pieces.push_back(std::move(p));

@@ -31,8 +31,10 @@ Result<std::shared_ptr<const Model>> load_model(const ModelLoadOptions& opts) {
     char magic[4] = {};
     const size_t n = std::fread(magic, 1, 4, f);
     std::fclose(f);
-    if (n == 4 && std::string(magic, 4) == "GGUF") m = load_gguf_model(opts.path);
-    else m = load_llama2c_model(opts.path, opts.tokenizer_path);
+    if (n == 4 && std::string(magic, 4) == "GGUF")
+      m = load_gguf_model(opts.path);
+    else
+      m = load_llama2c_model(opts.path, opts.tokenizer_path);
   }
   if (!m.ok()) return m.error();
   SS_TRY(validate_model(*m.value()));

@@ -1,8 +1,9 @@
 // Hand-written equivalents of the byte-level BPE pre-tokenizer regexes
 // (GPT-2, Llama-3, Qwen2), so no regex engine with \p{..} support is needed.
+#include <locale.h>
+
 #include <clocale>
 #include <cwctype>
-#include <locale.h>
 
 #include "model/tokenizer.h"
 
@@ -61,7 +62,9 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
   while (i < n) {
     // 1. Contractions ('s 't 're 've 'm 'll 'd; case-insensitive for Llama-3).
     if (cps[i].cp == '\'' && i + 1 < n) {
-      auto low = [&](size_t k) { return llama3 && cps[k].cp < 0x80 ? std::tolower(static_cast<int>(cps[k].cp)) : static_cast<int>(cps[k].cp); };
+      auto low = [&](size_t k) {
+        return llama3 && cps[k].cp < 0x80 ? std::tolower(static_cast<int>(cps[k].cp)) : static_cast<int>(cps[k].cp);
+      };
       const int c1 = low(i + 1);
       if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') {
         emit(i, i + 2);
@@ -81,7 +84,9 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
       // 2. [^\r\n\p{L}\p{N}]?\p{L}+
       {
         size_t j = i;
-        if (cps[j].cls != Cls::Letter && cps[j].cls != Cls::Number && !is_crlf(j) && j + 1 < n && cps[j + 1].cls == Cls::Letter) ++j;
+        if (cps[j].cls != Cls::Letter && cps[j].cls != Cls::Number && !is_crlf(j) && j + 1 < n &&
+            cps[j + 1].cls == Cls::Letter)
+          ++j;
         if (cps[j].cls == Cls::Letter) {
           while (j < n && cps[j].cls == Cls::Letter) ++j;
           emit(i, j);

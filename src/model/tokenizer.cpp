@@ -58,8 +58,10 @@ std::string replace_spaces(std::string_view text) {
   std::string s;
   s.reserve(text.size() + 8);
   for (char ch : text) {
-    if (ch == ' ') s += kSpaceMark;
-    else s += ch;
+    if (ch == ' ')
+      s += kSpaceMark;
+    else
+      s += ch;
   }
   return s;
 }
@@ -85,8 +87,10 @@ Tokenizer::Tokenizer(const Vocab& vocab) : vocab_(vocab) {
   int extra = 0;
   for (int b = 0; b < 256; ++b) {
     uint32_t cp;
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) cp = static_cast<uint32_t>(b);
-    else cp = 256 + static_cast<uint32_t>(extra++);
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF))
+      cp = static_cast<uint32_t>(b);
+    else
+      cp = 256 + static_cast<uint32_t>(extra++);
     utf8_append(byte_to_unicode_[b], cp);
     unicode_to_byte_[cp] = static_cast<uint8_t>(b);
   }
@@ -150,8 +154,8 @@ std::vector<int32_t> Tokenizer::encode_spm_like(std::string_view text, bool at_s
   const bool rank_bpe = vocab_.kind == VocabKind::RankBpe;
   for (size_t i = 0; i < chars.size(); ++i) {
     const bool known = vocab_.find(chars[i]) >= 0;
-    syms.push_back({chars[i], static_cast<int>(i) - 1, i + 1 < chars.size() ? static_cast<int>(i) + 1 : -1,
-                    rank_bpe && !known});
+    syms.push_back(
+        {chars[i], static_cast<int>(i) - 1, i + 1 < chars.size() ? static_cast<int>(i) + 1 : -1, rank_bpe && !known});
   }
   if (rank_bpe) {
     merge_symbols(syms, [&](const std::string& a, const std::string& b, double& s) {
@@ -208,8 +212,10 @@ void Tokenizer::rank_merge_word(const std::string& word, std::vector<int32_t>& o
   });
   for (int i = syms.empty() ? -1 : 0; i >= 0; i = syms[i].next) {
     const int32_t id = vocab_.find(syms[i].text);
-    if (id >= 0) out.push_back(id);
-    else if (vocab_.unk >= 0) out.push_back(vocab_.unk);
+    if (id >= 0)
+      out.push_back(id);
+    else if (vocab_.unk >= 0)
+      out.push_back(vocab_.unk);
   }
 }
 
@@ -229,7 +235,8 @@ std::string Tokenizer::token_bytes(int32_t id) const {
   const std::string& p = vocab_.pieces[static_cast<size_t>(id)];
   if (type == TokenType::Control || type == TokenType::Unused) return {};
   if (type == TokenType::Unknown) return vocab_.kind == VocabKind::Spm ? " \xE2\x81\x87 " : p;
-  if (type == TokenType::Byte || (p.size() == 6 && p.rfind("<0x", 0) == 0 && p[5] == '>' && vocab_.kind != VocabKind::ByteLevel)) {
+  if (type == TokenType::Byte ||
+      (p.size() == 6 && p.rfind("<0x", 0) == 0 && p[5] == '>' && vocab_.kind != VocabKind::ByteLevel)) {
     return std::string(1, static_cast<char>(std::stoi(p.substr(3, 2), nullptr, 16)));
   }
   if (vocab_.kind == VocabKind::ByteLevel) {
@@ -238,8 +245,10 @@ std::string Tokenizer::token_bytes(int32_t id) const {
     for (size_t i = 0; i < p.size();) {
       const uint32_t cp = utf8_next(p, i);
       auto it = unicode_to_byte_.find(cp);
-      if (it != unicode_to_byte_.end()) out += static_cast<char>(it->second);
-      else utf8_append(out, cp);
+      if (it != unicode_to_byte_.end())
+        out += static_cast<char>(it->second);
+      else
+        utf8_append(out, cp);
     }
     return out;
   }
@@ -268,7 +277,8 @@ std::string Detokenizer::push(int32_t id) {
   if (at_start_) {
     // SentencePiece-style vocabularies mark the word start with a space that
     // is not part of the text.
-    if (tok_->vocab().kind != VocabKind::ByteLevel && tok_->vocab().add_space_prefix && bytes[0] == ' ') bytes.erase(0, 1);
+    if (tok_->vocab().kind != VocabKind::ByteLevel && tok_->vocab().add_space_prefix && bytes[0] == ' ')
+      bytes.erase(0, 1);
     at_start_ = false;
   }
   return buf_.push(bytes);

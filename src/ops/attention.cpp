@@ -1,10 +1,9 @@
 #include "ops/attention.h"
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <bit>
-
-#include <algorithm>
 
 #include "ops/matmul.h"
 
@@ -16,7 +15,8 @@ namespace ss {
 #define SS_CLONES
 #endif
 
-SS_CLONES void attn_scores(const float* q, const float* k_rows, int stride, int count, int hd, float scale, float* scores) {
+SS_CLONES void attn_scores(const float* q, const float* k_rows, int stride, int count, int hd, float scale,
+                           float* scores) {
   for (int r = 0; r < count; ++r) scores[r] = dot_f32(q, k_rows + static_cast<long>(r) * stride, hd) * scale;
 }
 
@@ -78,7 +78,8 @@ void softmax_scalar(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] / sum);
 }
 
-void attn_scores_scalar(const float* q, const float* k_rows, int stride, int count, int hd, float scale, float* scores) {
+void attn_scores_scalar(const float* q, const float* k_rows, int stride, int count, int hd, float scale,
+                        float* scores) {
   for (int r = 0; r < count; ++r) {
     float s = 0;
     for (int d = 0; d < hd; ++d) s += q[d] * k_rows[static_cast<long>(r) * stride + d];

@@ -6,8 +6,9 @@
 #include <immintrin.h>
 #endif
 
-#include "util/fp16.h"
 #include <vector>
+
+#include "util/fp16.h"
 
 namespace ss {
 
@@ -83,8 +84,10 @@ SS_MATMUL_CLONES void matmul_rows(const TensorView& w, const float* x, int n, fl
   thread_local std::vector<float> buf;
   buf.resize(static_cast<size_t>(cols));
   for (int64_t r = r0; r < r1; ++r) {
-    if (w.type == GgmlType::F16) f16_row_to_f32(reinterpret_cast<const uint16_t*>(w.row(r)), buf.data(), cols);
-    else dequantize_row(w.type, w.row(r), buf.data(), cols);
+    if (w.type == GgmlType::F16)
+      f16_row_to_f32(reinterpret_cast<const uint16_t*>(w.row(r)), buf.data(), cols);
+    else
+      dequantize_row(w.type, w.row(r), buf.data(), cols);
     for (int t = 0; t < n; ++t) y[t * rows + r] = dot_f32(buf.data(), x + t * cols, static_cast<int>(cols));
   }
 }
@@ -97,9 +100,9 @@ void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& po
     matmul_rows(w, x, n, y, 0, w.ne1);
     return;
   }
-  pool.parallel_for(static_cast<size_t>(w.ne1), [&](size_t b, size_t e) {
-    matmul_rows(w, x, n, y, static_cast<int64_t>(b), static_cast<int64_t>(e));
-  }, parts);
+  pool.parallel_for(
+      static_cast<size_t>(w.ne1),
+      [&](size_t b, size_t e) { matmul_rows(w, x, n, y, static_cast<int64_t>(b), static_cast<int64_t>(e)); }, parts);
 }
 
 void matmul_reference(const TensorView& w, const float* x, int n, float* y) {

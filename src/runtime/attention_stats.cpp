@@ -5,7 +5,8 @@
 
 namespace ss {
 
-AttentionStats::AttentionStats(int n_layers, int n_heads, int64_t first_k, int map_layer, int map_head, int64_t map_queries)
+AttentionStats::AttentionStats(int n_layers, int n_heads, int64_t first_k, int map_layer, int map_head,
+                               int64_t map_queries)
     : n_layers_(n_layers),
       n_heads_(n_heads),
       k_(first_k),
@@ -20,7 +21,8 @@ void AttentionStats::on_attention(int layer, int head, SeqId, int64_t query, int
   double first = 0, sum = 0;
   int64_t visible_first = 0;
   for (size_t j = 0; j < probs.size(); ++j) {
-    const int64_t u = static_cast<int64_t>(j) < n_sinks ? static_cast<int64_t>(j) : w0 + static_cast<int64_t>(j) - n_sinks;
+    const int64_t u =
+        static_cast<int64_t>(j) < n_sinks ? static_cast<int64_t>(j) : w0 + static_cast<int64_t>(j) - n_sinks;
     sum += probs[j];
     if (u < k_) {
       first += probs[j];
@@ -37,7 +39,8 @@ void AttentionStats::on_attention(int layer, int head, SeqId, int64_t query, int
 }
 
 std::vector<std::vector<HeadShare>> AttentionStats::finish() const {
-  std::vector<std::vector<HeadShare>> out(static_cast<size_t>(n_layers_), std::vector<HeadShare>(static_cast<size_t>(n_heads_)));
+  std::vector<std::vector<HeadShare>> out(static_cast<size_t>(n_layers_),
+                                          std::vector<HeadShare>(static_cast<size_t>(n_heads_)));
   for (int l = 0; l < n_layers_; ++l)
     for (int h = 0; h < n_heads_; ++h) {
       HeadShare s = acc_[static_cast<size_t>(l * n_heads_ + h)];

@@ -11,10 +11,10 @@
 namespace ss {
 
 struct HeadShare {
-  double first_k_share = 0;    // mean over queries of sum(probs on text index < k)
-  double uniform_share = 0;    // mean over queries of min(k, visible)/visible
+  double first_k_share = 0;  // mean over queries of sum(probs on text index < k)
+  double uniform_share = 0;  // mean over queries of min(k, visible)/visible
   int64_t queries = 0;
-  double max_sum_error = 0;    // max |sum(probs) - 1| seen
+  double max_sum_error = 0;  // max |sum(probs) - 1| seen
   double ratio() const { return uniform_share > 0 ? first_k_share / uniform_share : 0; }
 };
 

@@ -15,8 +15,7 @@ namespace ss {
 
 int blocks_needed(const KvPolicy& policy, int64_t tokens, int block_tokens, int max_chunk) {
   const int64_t B = block_tokens;
-  if (policy.bounded())
-    return static_cast<int>((policy.sinks + B - 1) / B + (policy.window + max_chunk + B - 1) / B);
+  if (policy.bounded()) return static_cast<int>((policy.sinks + B - 1) / B + (policy.window + max_chunk + B - 1) / B);
   return static_cast<int>((tokens + B - 1) / B);
 }
 
@@ -109,7 +108,8 @@ Status Engine::forward(std::span<const BatchItem> items, std::vector<std::vector
   }
   for (size_t i = 0; i < items.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (items[i].seq == items[j].seq) return make_error("sequence " + std::to_string(items[i].seq) + " appears twice in one batch");
+      if (items[i].seq == items[j].seq)
+        return make_error("sequence " + std::to_string(items[i].seq) + " appears twice in one batch");
   logits.assign(items.size(), {});
   for (size_t i = 0; i < items.size(); ++i)
     logits[i].assign(static_cast<size_t>(items[i].all_logits ? items[i].tokens.size() : 1) * n_vocab, 0.0f);
@@ -125,9 +125,12 @@ Status Engine::forward(std::span<const BatchItem> items, std::vector<std::vector
       const int count = static_cast<int>(std::min<size_t>(n - done[i], static_cast<size_t>(opts_.max_chunk)));
       const bool last = done[i] + count == n;
       float* out = nullptr;
-      if (items[i].all_logits) out = logits[i].data() + done[i] * n_vocab;
-      else if (last) out = logits[i].data();
-      parts.push_back({items[i].seq, seqs_[items[i].seq].get(), items[i].tokens.data() + done[i], count, out, items[i].all_logits, last});
+      if (items[i].all_logits)
+        out = logits[i].data() + done[i] * n_vocab;
+      else if (last)
+        out = logits[i].data();
+      parts.push_back({items[i].seq, seqs_[items[i].seq].get(), items[i].tokens.data() + done[i], count, out,
+                       items[i].all_logits, last});
       done[i] += count;
     }
     if (parts.empty()) break;
@@ -184,7 +187,8 @@ void Engine::run_round(std::span<RoundPart> parts) {
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = m.layers[static_cast<size_t>(l)];
     for (int t = 0; t < T; ++t)
-      rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.attn_norm.f32(), dim, c.rms_eps, xb_.data() + static_cast<size_t>(t) * dim);
+      rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.attn_norm.f32(), dim, c.rms_eps,
+               xb_.data() + static_cast<size_t>(t) * dim);
     matmul(L.wq, xb_.data(), T, q_.data(), threads_);
     matmul(L.wk, xb_.data(), T, k_.data(), threads_);
     matmul(L.wv, xb_.data(), T, v_.data(), threads_);
@@ -219,7 +223,8 @@ void Engine::run_round(std::span<RoundPart> parts) {
     matmul(L.wo, att_.data(), T, tmp_.data(), threads_);
     for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
     for (int t = 0; t < T; ++t)
-      rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.ffn_norm.f32(), dim, c.rms_eps, xb_.data() + static_cast<size_t>(t) * dim);
+      rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.ffn_norm.f32(), dim, c.rms_eps,
+               xb_.data() + static_cast<size_t>(t) * dim);
     matmul(L.w_gate, xb_.data(), T, hb_.data(), threads_);
     matmul(L.w_up, xb_.data(), T, hb2_.data(), threads_);
     swiglu(hb_.data(), hb2_.data(), T * hid, hb_.data());
@@ -277,7 +282,8 @@ void Engine::attention(int layer, int T) {
       const int64_t pos = tok_pos_[t];
       const int kvh = h / group;
       const float* qt = q_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
-      const float* qsink = tok_has_sink_q_[t] ? qs_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd : qt;
+      const float* qsink =
+          tok_has_sink_q_[t] ? qs_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd : qt;
       const int64_t n_sinks = std::min<int64_t>(pol.sinks, pos + 1);
       const int64_t w0 = pol.first_window_key(pos);
       const int64_t n_win = pos >= w0 ? pos - w0 + 1 : 0;
@@ -288,7 +294,8 @@ void Engine::attention(int layer, int T) {
       size_t j = 0;
       auto score_run = [&](const float* q) {
         return [&, q](BlockId b, int off, int count, int64_t) {
-          attn_scores(q, pool_.k(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, scale, scores.data() + j);
+          attn_scores(q, pool_.k(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, scale,
+                      scores.data() + j);
           j += static_cast<size_t>(count);
         };
       };
@@ -299,7 +306,8 @@ void Engine::attention(int layer, int T) {
       acc.assign(static_cast<size_t>(hd), 0.0f);
       j = 0;
       auto mix_run = [&](BlockId b, int off, int count, int64_t) {
-        attn_accumulate(scores.data() + j, pool_.v(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, acc.data());
+        attn_accumulate(scores.data() + j, pool_.v(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count,
+                        hd, acc.data());
         j += static_cast<size_t>(count);
       };
       seq.for_each_run(0, n_sinks, mix_run);

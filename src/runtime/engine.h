@@ -19,9 +19,9 @@ namespace ss {
 
 struct EngineOptions {
   int threads = 1;
-  int kv_blocks = 256;   // blocks in the pool, shared by all sequences
+  int kv_blocks = 256;  // blocks in the pool, shared by all sequences
   int block_tokens = 16;
-  int max_chunk = 64;    // most tokens of one sequence per internal step
+  int max_chunk = 64;  // most tokens of one sequence per internal step
 };
 
 using SeqId = int32_t;
@@ -112,10 +112,10 @@ class Engine {
   std::vector<int64_t> tok_pos_;
   std::vector<uint8_t> tok_has_sink_q_;
   std::vector<float> x_, xb_, q_, qs_, k_, v_, att_, hb_, hb2_, tmp_;  // [T x ...]
-  std::vector<float> cos_t_, sin_t_, cos_c_, sin_c_;                 // [T x pairs]
-  std::vector<int> logit_rows_;                                      // rows of x_ that need logits
+  std::vector<float> cos_t_, sin_t_, cos_c_, sin_c_;                   // [T x pairs]
+  std::vector<int> logit_rows_;                                        // rows of x_ that need logits
   std::vector<float*> logit_outs_;
-  std::vector<float> normed_, logits_buf_;                           // [R x dim], [R x n_vocab]
+  std::vector<float> normed_, logits_buf_;  // [R x dim], [R x n_vocab]
 };
 
 }  // namespace ss

@@ -48,7 +48,8 @@ Result<std::vector<double>> score_recompute(Engine& engine, std::span<const int3
   const int per_seq = blocks_needed(KvPolicy::dense(), L, engine.options().block_tokens, engine.options().max_chunk);
   const int parallel = std::max(1, std::min(32, engine.pool().free_blocks() / std::max(1, per_seq)));
   if (engine.pool().free_blocks() < per_seq)
-    return make_error("KV pool too small for recompute:" + std::to_string(L) + " (needs " + std::to_string(per_seq) + " blocks)");
+    return make_error("KV pool too small for recompute:" + std::to_string(L) + " (needs " + std::to_string(per_seq) +
+                      " blocks)");
   const size_t n_pred = tokens.size() > 0 ? tokens.size() - 1 : 0;
   std::vector<double> nll(n_pred);
   std::vector<std::vector<float>> logits;
@@ -69,7 +70,9 @@ Result<std::vector<double>> score_recompute(Engine& engine, std::span<const int3
     for (SeqId id : ids) engine.free_sequence(id);
     if (!st.ok()) return st.error();
     for (size_t i = i0; i < i1; ++i) nll[i] = nll_of(logits[i - i0].data(), n_vocab, tokens[i + 1]);
-    if (progress) progress(static_cast<int64_t>(i1), static_cast<int64_t>(n_pred), sum_of(std::span<const double>(nll).subspan(0, i1)));
+    if (progress)
+      progress(static_cast<int64_t>(i1), static_cast<int64_t>(n_pred),
+               sum_of(std::span<const double>(nll).subspan(0, i1)));
   }
   return nll;
 }

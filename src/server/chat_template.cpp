@@ -14,12 +14,18 @@ std::optional<ChatFamily> chat_family_from_name(const std::string& n) {
 
 const char* chat_family_name(ChatFamily f) {
   switch (f) {
-    case ChatFamily::Plain: return "plain";
-    case ChatFamily::Llama2: return "llama-2";
-    case ChatFamily::Llama3: return "llama-3";
-    case ChatFamily::ChatML: return "chatml";
-    case ChatFamily::Mistral: return "mistral";
-    case ChatFamily::Zephyr: return "zephyr";
+    case ChatFamily::Plain:
+      return "plain";
+    case ChatFamily::Llama2:
+      return "llama-2";
+    case ChatFamily::Llama3:
+      return "llama-3";
+    case ChatFamily::ChatML:
+      return "chatml";
+    case ChatFamily::Mistral:
+      return "mistral";
+    case ChatFamily::Zephyr:
+      return "zephyr";
   }
   return "plain";
 }
@@ -44,14 +50,18 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
       }
       return out;
     case ChatFamily::ChatML:
-      for (const auto& m : msgs) out += (out.empty() && !first_turn ? "\n" : "") + std::string("<|im_start|>") + m.role + "\n" + m.content + "<|im_end|>\n";
+      for (const auto& m : msgs)
+        out += (out.empty() && !first_turn ? "\n" : "") + std::string("<|im_start|>") + m.role + "\n" + m.content +
+               "<|im_end|>\n";
       return out + "<|im_start|>assistant\n";
     case ChatFamily::Llama3:
       if (first_turn) out += "<|begin_of_text|>";
-      for (const auto& m : msgs) out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+      for (const auto& m : msgs)
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
       return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
     case ChatFamily::Zephyr:
-      for (const auto& m : msgs) out += (out.empty() && !first_turn ? "\n" : "") + std::string("<|") + m.role + "|>\n" + m.content + "</s>\n";
+      for (const auto& m : msgs)
+        out += (out.empty() && !first_turn ? "\n" : "") + std::string("<|") + m.role + "|>\n" + m.content + "</s>\n";
       return out + "<|assistant|>\n";
     case ChatFamily::Llama2:
     case ChatFamily::Mistral: {
@@ -64,7 +74,8 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
         if (m.role == "user") {
           std::string content = m.content;
           if (!system.empty()) {
-            content = f == ChatFamily::Llama2 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content : system + "\n\n" + content;
+            content =
+                f == ChatFamily::Llama2 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content : system + "\n\n" + content;
             system.clear();
           }
           out += "[INST] " + content + " [/INST]";

@@ -16,11 +16,13 @@ namespace {
 using nlohmann::json;
 
 json error_body(const std::string& msg, const std::string& type, const std::string& param = "") {
-  return {{"error", {{"message", msg}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
+  return {
+      {"error",
+       {{"message", msg}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
 }
 
 void send_error(httplib::Response& res, int status, const std::string& msg, const std::string& param = "") {
-  const std::string type = status == 401 ? "authentication_error"
+  const std::string type = status == 401   ? "authentication_error"
                            : status == 404 ? "not_found_error"
                            : status == 429 ? "rate_limit_error"
                            : status >= 500 ? "server_error"
@@ -38,7 +40,9 @@ std::string new_id(const char* prefix) {
   return o.str();
 }
 
-int64_t now_s() { return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 // Fields shared by both completion endpoints; returns an error message or "".
 std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream) {
@@ -69,7 +73,8 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
   }
   if (max_tokens_limit > 0 && (r.max_tokens < 0 || r.max_tokens > max_tokens_limit)) r.max_tokens = max_tokens_limit;
   if (j.contains("stop") && !j["stop"].is_null()) {
-    if (j["stop"].is_string()) r.stop.push_back(j["stop"].get<std::string>());
+    if (j["stop"].is_string())
+      r.stop.push_back(j["stop"].get<std::string>());
     else if (j["stop"].is_array() && j["stop"].size() <= 4) {
       for (const auto& s : j["stop"]) {
         if (!s.is_string()) return "'stop' must be a string or an array of strings";
@@ -105,16 +110,20 @@ std::string render_metrics(const SchedulerMetrics& m) {
   auto metric = [&](const char* name, const char* type, const char* help, double v) {
     o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
   };
-  metric("sinkstream_requests_total", "counter", "Generation requests accepted.", static_cast<double>(m.requests_total));
-  metric("sinkstream_requests_rejected_total", "counter", "Requests refused (queue or session limits).", static_cast<double>(m.requests_rejected));
+  metric("sinkstream_requests_total", "counter", "Generation requests accepted.",
+         static_cast<double>(m.requests_total));
+  metric("sinkstream_requests_rejected_total", "counter", "Requests refused (queue or session limits).",
+         static_cast<double>(m.requests_rejected));
   metric("sinkstream_tokens_in_total", "counter", "Prompt tokens prefilled.", static_cast<double>(m.tokens_in));
   metric("sinkstream_tokens_out_total", "counter", "Tokens generated.", static_cast<double>(m.tokens_out));
   metric("sinkstream_active_requests", "gauge", "Requests in the running batch.", static_cast<double>(m.active));
   metric("sinkstream_queue_depth", "gauge", "Requests waiting to join the batch.", static_cast<double>(m.queued));
   metric("sinkstream_sessions", "gauge", "Live sessions.", static_cast<double>(m.sessions));
   metric("sinkstream_kv_blocks_used", "gauge", "KV blocks in use.", static_cast<double>(m.kv_blocks_used));
-  metric("sinkstream_kv_blocks_free", "gauge", "KV blocks free.", static_cast<double>(m.kv_blocks_total - m.kv_blocks_used));
-  metric("sinkstream_persist_errors_total", "counter", "Session state writes that failed.", static_cast<double>(m.persist_errors));
+  metric("sinkstream_kv_blocks_free", "gauge", "KV blocks free.",
+         static_cast<double>(m.kv_blocks_total - m.kv_blocks_used));
+  metric("sinkstream_persist_errors_total", "counter", "Session state writes that failed.",
+         static_cast<double>(m.persist_errors));
   o << "# HELP sinkstream_token_latency_ms Time of the batched step that produced each generated token.\n"
     << "# TYPE sinkstream_token_latency_ms histogram\n";
   for (size_t b = 0; b < m.latency_buckets_ms.size(); ++b)
@@ -125,7 +134,8 @@ std::string render_metrics(const SchedulerMetrics& m) {
   return o.str();
 }
 
-HttpServer::HttpServer(Scheduler& sched, const ServerOptions& opts) : sched_(sched), opts_(opts), svr_(std::make_unique<httplib::Server>()) {
+HttpServer::HttpServer(Scheduler& sched, const ServerOptions& opts)
+    : sched_(sched), opts_(opts), svr_(std::make_unique<httplib::Server>()) {
   if (opts_.model_name.empty()) {
     const std::string& src = sched_.model().source;
     opts_.model_name = src.substr(src.find_last_of('/') + 1);
@@ -158,21 +168,27 @@ void HttpServer::routes() {
   });
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
-    const std::string msg = res.status == 413 ? "request body too large" : res.status == 404 ? "not found" : "request failed";
+    const std::string msg = res.status == 413   ? "request body too large"
+                            : res.status == 404 ? "not found"
+                                                : "request failed";
     send_error(res, res.status, msg);
   });
   s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     send_error(res, 500, "internal error");
   });
 
-  s.Get("/", [](const httplib::Request&, httplib::Response& res) { res.set_content(kWebPage, "text/html; charset=utf-8"); });
-  s.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.set_content(R"({"status":"ok"})", "application/json"); });
+  s.Get("/",
+        [](const httplib::Request&, httplib::Response& res) { res.set_content(kWebPage, "text/html; charset=utf-8"); });
+  s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(render_metrics(sched_.metrics()), "text/plain; version=0.0.4");
   });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const json j = {{"object", "list"},
-                    {"data", {{{"id", opts_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "sinkstream"}}}}};
+    const json j = {
+        {"object", "list"},
+        {"data", {{{"id", opts_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "sinkstream"}}}}};
     res.set_content(j.dump(), "application/json");
   });
   auto session_json = [](const SessionInfo& i) {
@@ -185,8 +201,11 @@ void HttpServer::routes() {
                 {"busy", i.busy},
                 {"shared_sinks", i.shared_sinks},
                 {"cache",
-                 {{"sinks", i.sinks}, {"window", i.window}, {"capacity_sinks", i.capacity_sinks},
-                  {"capacity_window", i.capacity_window}, {"evicted", i.evicted}}}};
+                 {{"sinks", i.sinks},
+                  {"window", i.window},
+                  {"capacity_sinks", i.capacity_sinks},
+                  {"capacity_window", i.capacity_window},
+                  {"evicted", i.evicted}}}};
   };
   s.Get(R"(/v1/sessions/([^/]+))", [this, session_json](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
@@ -230,7 +249,8 @@ void HttpServer::routes() {
           return send_error(res, 400, "'messages' must be a non-empty array", "messages");
         std::vector<ChatMessage> msgs;
         for (const auto& m : j["messages"]) {
-          if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") || !m["content"].is_string())
+          if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
+              !m["content"].is_string())
             return send_error(res, 400, "each message needs string 'role' and 'content'", "messages");
           const std::string role = m["role"].get<std::string>();
           if (role != "system" && role != "user" && role != "assistant")
@@ -243,19 +263,22 @@ void HttpServer::routes() {
           size_t last_assistant = msgs.size();
           for (size_t i = 0; i < msgs.size(); ++i)
             if (msgs[i].role == "assistant") last_assistant = i;
-          if (last_assistant < msgs.size()) msgs.erase(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(last_assistant) + 1);
+          if (last_assistant < msgs.size())
+            msgs.erase(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(last_assistant) + 1);
           if (msgs.empty()) return send_error(res, 400, "no new messages after the last assistant message", "messages");
         }
         const std::string text = render_chat_turn(opts_.chat, msgs, first_turn);
         const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
         gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
       } else {
-        if (!j.contains("prompt") || !j["prompt"].is_string()) return send_error(res, 400, "'prompt' must be a string", "prompt");
+        if (!j.contains("prompt") || !j["prompt"].is_string())
+          return send_error(res, 400, "'prompt' must be a string", "prompt");
         gr->tokens = tok.encode(j["prompt"].get<std::string>(), first_turn && vocab.add_bos);
       }
       if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
-        return send_error(res, 400, "prompt has " + std::to_string(gr->tokens.size()) + " tokens; the limit is " +
-                                        std::to_string(opts_.max_prompt_tokens));
+        return send_error(res, 400,
+                          "prompt has " + std::to_string(gr->tokens.size()) + " tokens; the limit is " +
+                              std::to_string(opts_.max_prompt_tokens));
       if (auto st = sched_.submit(gr); !st.ok()) {
         const int code = status_of(st.error());
         return send_error(res, code, st.error().message.substr(std::min<size_t>(5, st.error().message.size())));
@@ -275,10 +298,16 @@ void HttpServer::routes() {
         while (!done) text += gr->take(done, std::chrono::milliseconds(1000));
         if (gr->finish_reason == "error") return send_error(res, gr->error_status ? gr->error_status : 500, gr->error);
         json choice = {{"index", 0}, {"finish_reason", gr->finish_reason}};
-        if (chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
-        else choice["text"] = text;
-        json body = {{"id", id}, {"object", chat ? "chat.completion" : "text_completion"}, {"created", created},
-                     {"model", model}, {"choices", json::array({choice})}, {"usage", usage()}};
+        if (chat)
+          choice["message"] = {{"role", "assistant"}, {"content", text}};
+        else
+          choice["text"] = text;
+        json body = {{"id", id},
+                     {"object", chat ? "chat.completion" : "text_completion"},
+                     {"created", created},
+                     {"model", model},
+                     {"choices", json::array({choice})},
+                     {"usage", usage()}};
         if (!sid.empty()) body["session_id"] = sid;
         res.set_content(body.dump(), "application/json");
         return;
@@ -291,10 +320,15 @@ void HttpServer::routes() {
           [gr, chat, id, created, model, sid, usage, sent_role](size_t, httplib::DataSink& sink) {
             auto chunk = [&](const json& delta_or_text, const json& finish, bool with_usage) {
               json choice = {{"index", 0}, {"finish_reason", finish}};
-              if (chat) choice["delta"] = delta_or_text;
-              else choice["text"] = delta_or_text;
-              json j = {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
-                        {"model", model}, {"choices", json::array({choice})}};
+              if (chat)
+                choice["delta"] = delta_or_text;
+              else
+                choice["text"] = delta_or_text;
+              json j = {{"id", id},
+                        {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                        {"created", created},
+                        {"model", model},
+                        {"choices", json::array({choice})}};
               if (with_usage) j["usage"] = usage();
               if (!sid.empty()) j["session_id"] = sid;
               const std::string line = "data: " + j.dump() + "\n\n";
@@ -310,8 +344,10 @@ void HttpServer::routes() {
             bool done = false;
             const std::string text = gr->take(done, std::chrono::milliseconds(500));
             bool ok = true;
-            if (!text.empty()) ok = chat ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
-            else if (!done) ok = sink.write(": keep-alive\n\n", 14);  // detects a client that left
+            if (!text.empty())
+              ok = chat ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
+            else if (!done)
+              ok = sink.write(": keep-alive\n\n", 14);  // detects a client that left
             if (!ok) {
               gr->cancelled = true;
               return false;

@@ -29,10 +29,7 @@ std::string GenerationRequest::take(bool& done, std::chrono::milliseconds timeou
 }
 
 Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions& opts)
-    : model_(model),
-      opts_(opts),
-      tokenizer_(model->vocab),
-      engine_(model, [&] {
+    : model_(model), opts_(opts), tokenizer_(model->vocab), engine_(model, [&] {
         EngineOptions eo;
         eo.threads = opts.threads;
         eo.max_chunk = opts.max_chunk;
@@ -172,7 +169,8 @@ void Scheduler::persist(const std::string& id, Session& s) {
   r.tokens_in = s.tokens_in;
   r.tokens_out = s.tokens_out;
   if (auto st = save_session(opts_.state_dir, r, fp_); !st.ok()) {
-    std::fprintf(stderr, "[sinkstream] cannot persist session %s: %s (serving continues)\n", id.c_str(), st.error().message.c_str());
+    std::fprintf(stderr, "[sinkstream] cannot persist session %s: %s (serving continues)\n", id.c_str(),
+                 st.error().message.c_str());
     std::lock_guard<std::mutex> lock(mu_);
     ++metrics_.persist_errors;
   }
@@ -182,7 +180,8 @@ void Scheduler::restore_sessions() {
   auto records = load_all_sessions(opts_.state_dir, fp_, startup_log_);
   for (auto& r : records) {
     if (r.state.policy.name() != opts_.policy.name()) {
-      startup_log_.push_back("session " + r.id + " was saved with policy " + r.state.policy.name() + "; restored with it");
+      startup_log_.push_back("session " + r.id + " was saved with policy " + r.state.policy.name() +
+                             "; restored with it");
     }
     auto id = engine_.import_sequence(r.state);
     if (!id.ok()) {
@@ -321,7 +320,8 @@ void Scheduler::admit() {
     a.feed.insert(a.feed.end(), req->tokens.begin(), req->tokens.end());
     if (a.feed.empty()) {
       const SequenceKv* seq = engine_.sequence(a.seq);
-      if (seq && seq->n_seen() == 0 && model_->vocab.bos >= 0) a.feed.push_back(model_->vocab.bos);
+      if (seq && seq->n_seen() == 0 && model_->vocab.bos >= 0)
+        a.feed.push_back(model_->vocab.bos);
       else {
         finish(a, "error", "empty prompt", 400);
         continue;
@@ -385,7 +385,8 @@ void Scheduler::step() {
   // Cancelled requests (client gone) leave first, freeing their blocks.
   for (auto& a : active_)
     if (a.req->cancelled && !a.req->finished) finish(a, "cancelled");
-  active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Active& a) { return a.req->finished; }), active_.end());
+  active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Active& a) { return a.req->finished; }),
+                active_.end());
   if (active_.empty()) return;
 
   std::vector<BatchItem> items;
@@ -479,7 +480,8 @@ void Scheduler::step() {
     for (auto& a : active_)
       if (a.session && !a.req->finished) refresh_info(a.req->session_id, *a.session);
   }
-  active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Active& a) { return a.req->finished; }), active_.end());
+  active_.erase(std::remove_if(active_.begin(), active_.end(), [](const Active& a) { return a.req->finished; }),
+                active_.end());
 }
 
 }  // namespace ss

@@ -29,26 +29,26 @@ struct SchedulerOptions {
   int threads = 1;
   int kv_blocks = 0;  // 0: enough for max_sessions + max_batch sequences
   int max_chunk = 64;
-  int max_batch = 64;        // active requests per step
-  int max_queue = 256;       // waiting requests; more get 429
+  int max_batch = 64;   // active requests per step
+  int max_queue = 256;  // waiting requests; more get 429
   int max_sessions = 256;
-  std::string state_dir;     // empty: no persistence
+  std::string state_dir;  // empty: no persistence
 };
 
 // One generation request and its output channel.
 struct GenerationRequest {
   std::vector<int32_t> tokens;  // new tokens to prefill
   SamplingParams sampling;
-  int64_t max_tokens = -1;      // -1: until EOS or a stop string
+  int64_t max_tokens = -1;  // -1: until EOS or a stop string
   std::vector<std::string> stop;
-  std::string session_id;       // empty: a one-off sequence
+  std::string session_id;  // empty: a one-off sequence
 
   // Output, guarded by mu.
   std::mutex mu;
   std::condition_variable cv;
-  std::string pending_text;     // produced, not yet taken by the HTTP side
+  std::string pending_text;  // produced, not yet taken by the HTTP side
   bool finished = false;
-  std::string finish_reason;    // stop | length | cancelled | error
+  std::string finish_reason;  // stop | length | cancelled | error
   std::string error;
   int error_status = 0;
   int64_t prompt_tokens = 0, completion_tokens = 0;
@@ -73,8 +73,8 @@ struct SchedulerMetrics {
   int64_t requests_total = 0, requests_rejected = 0, tokens_in = 0, tokens_out = 0;
   int64_t active = 0, queued = 0, sessions = 0;
   int64_t kv_blocks_used = 0, kv_blocks_total = 0;
-  std::vector<double> latency_buckets_ms;   // upper bounds
-  std::vector<int64_t> latency_counts;      // cumulative per bucket
+  std::vector<double> latency_buckets_ms;  // upper bounds
+  std::vector<int64_t> latency_counts;     // cumulative per bucket
   double latency_sum_ms = 0;
   int64_t latency_count = 0;
   int64_t persist_errors = 0;
@@ -116,13 +116,13 @@ class Scheduler {
     Session* session = nullptr;
     std::vector<int32_t> feed;  // tokens still to prefill
     size_t fed = 0;
-    int32_t last = -1;          // sampled, to feed next step
+    int32_t last = -1;  // sampled, to feed next step
     bool decoding = false;
     std::optional<Sampler> sampler;
     std::vector<int32_t> history;
     std::optional<Detokenizer> detok;
-    std::string text;           // full text produced so far
-    size_t emitted = 0;         // bytes of text handed out
+    std::string text;    // full text produced so far
+    size_t emitted = 0;  // bytes of text handed out
   };
 
   void loop();

@@ -85,7 +85,8 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   if (bytes.size() < 16) return make_error("session file truncated");
   uint64_t sum;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
-  if (sum != fnv1a(bytes.data(), bytes.size() - 8)) return make_error("session file checksum mismatch (torn or corrupt)");
+  if (sum != fnv1a(bytes.data(), bytes.size() - 8))
+    return make_error("session file checksum mismatch (torn or corrupt)");
   ByteReader r(std::span<const uint8_t>(bytes.data(), bytes.size() - 8));
   uint32_t magic, version;
   ModelFingerprint got;
@@ -96,7 +97,8 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
     return make_error("session was saved with a different model");
   SessionRecord s;
   uint32_t id_len;
-  if (!r.read(id_len) || id_len > 64 || !r.read_bytes(id_len, s.id) || !valid_session_id(s.id)) return make_error("bad session id");
+  if (!r.read(id_len) || id_len > 64 || !r.read_bytes(id_len, s.id) || !valid_session_id(s.id))
+    return make_error("bad session id");
   uint8_t kind;
   auto& p = s.state.policy;
   if (!r.read(kind) || kind > 3 || !r.read(p.sinks) || !r.read(p.window) || !r.read(p.recompute_len))
@@ -113,7 +115,8 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   s.state.indices.resize(static_cast<size_t>(n));
   for (auto& u : s.state.indices)
     if (!r.read(u) || u < 0 || u >= s.state.n_seen) return make_error("bad cache index");
-  if (!r.read(n) || n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * 2 * static_cast<uint64_t>(fp.kv_dim) ||
+  if (!r.read(n) ||
+      n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * 2 * static_cast<uint64_t>(fp.kv_dim) ||
       n * 4 != r.remaining())
     return make_error("bad KV row count");
   s.state.rows.resize(static_cast<size_t>(n));
@@ -189,8 +192,10 @@ std::vector<SessionRecord> load_all_sessions(const std::string& dir, const Model
   for (const auto& [id, _] : ids) {
     if (!valid_session_id(id)) continue;
     auto r = load_session(dir + "/" + id + ".sskv", fp);
-    if (r.ok()) out.push_back(std::move(r.value()));
-    else problems.push_back(r.error().message);
+    if (r.ok())
+      out.push_back(std::move(r.value()));
+    else
+      problems.push_back(r.error().message);
   }
   return out;
 }

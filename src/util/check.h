@@ -9,8 +9,8 @@ namespace ss::detail {
 [[noreturn]] void check_failed(const char* expr, const char* file, int line, const char* msg);
 }
 
-#define SS_CHECK(cond)                                                          \
-  do {                                                                          \
+#define SS_CHECK(cond)                                                           \
+  do {                                                                           \
     if (!(cond)) ::ss::detail::check_failed(#cond, __FILE__, __LINE__, nullptr); \
   } while (0)
 

@@ -39,7 +39,7 @@ inline uint16_t fp32_to_fp16(float f) {
   const uint32_t absx = x & 0x7FFFFFFFu;
   if (absx >= 0x7F800000u) return static_cast<uint16_t>(sign | 0x7C00u | (absx > 0x7F800000u ? 0x200u : 0));
   if (absx >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow -> inf
-  if (absx < 0x38800000u) {  // subnormal or zero in half
+  if (absx < 0x38800000u) {                                               // subnormal or zero in half
     float a;
     std::memcpy(&a, &absx, 4);
     // Round to nearest even in units of 2^-24.

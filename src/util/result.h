@@ -18,7 +18,7 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error err) : v_(std::move(err)) {}   // NOLINT
+  Result(Error err) : v_(std::move(err)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
   T& value() & { return std::get<0>(v_); }
@@ -42,16 +42,15 @@ inline Status ok_status() { return Ok{}; }
 }  // namespace ss
 
 // Propagate an error from an expression returning Result<...>.
-#define SS_TRY(expr)                                   \
-  do {                                                 \
-    auto ss_try_r_ = (expr);                           \
-    if (!ss_try_r_.ok()) return ss_try_r_.error();     \
+#define SS_TRY(expr)                               \
+  do {                                             \
+    auto ss_try_r_ = (expr);                       \
+    if (!ss_try_r_.ok()) return ss_try_r_.error(); \
   } while (0)
 
 #define SS_CONCAT_INNER(a, b) a##b
 #define SS_CONCAT(a, b) SS_CONCAT_INNER(a, b)
-#define SS_ASSIGN_OR_RETURN(lhs, expr)                              \
-  auto SS_CONCAT(ss_r_, __LINE__) = (expr);                         \
-  if (!SS_CONCAT(ss_r_, __LINE__).ok())                             \
-    return SS_CONCAT(ss_r_, __LINE__).error();                      \
+#define SS_ASSIGN_OR_RETURN(lhs, expr)                                             \
+  auto SS_CONCAT(ss_r_, __LINE__) = (expr);                                        \
+  if (!SS_CONCAT(ss_r_, __LINE__).ok()) return SS_CONCAT(ss_r_, __LINE__).error(); \
   lhs = std::move(SS_CONCAT(ss_r_, __LINE__)).value()

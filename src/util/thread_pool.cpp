@@ -25,8 +25,7 @@ static void run_part(const std::function<void(size_t, size_t)>& fn, size_t n, in
   if (begin < end) fn(begin, end);
 }
 
-void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn,
-                              int max_parts) {
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, int max_parts) {
   if (n == 0) return;
   int parts = max_parts > 0 ? std::min(max_parts, n_threads_) : n_threads_;
   parts = static_cast<int>(std::min<size_t>(static_cast<size_t>(parts), n));

@@ -2,12 +2,12 @@
 // XML with one series per policy, the summary perplexity is exp(mean NLL) of
 // the CSV, and progress output never reaches a piped stdout.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "test_paths.h"
 
@@ -48,11 +48,12 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
 }
 
 TEST(Reports, PerplexityCsvNllSvgAndSummaryAgree) {
-  const std::string csv = test::temp_path("ppl.csv"), svg = test::temp_path("ppl.svg"), nll = test::temp_path("nll_{policy}.txt");
+  const std::string csv = test::temp_path("ppl.csv"), svg = test::temp_path("ppl.svg"),
+                    nll = test::temp_path("nll_{policy}.txt");
   const auto r = run("perplexity -m " + test::shared("models/stories260K/stories260K.gguf") + " -f " +
                      test::shared("data/tinystories-valid-dev.txt") +
-                     " --limit 400 --policy window:64 --policy sinks:4:60 --segment 100 --csv " + csv + " --plot " + svg +
-                     " --nll-out " + nll);
+                     " --limit 400 --policy window:64 --policy sinks:4:60 --segment 100 --csv " + csv + " --plot " +
+                     svg + " --nll-out " + nll);
   ASSERT_EQ(r.rc, 0) << r.err;
   // Piped stdout holds only the table: no carriage returns or escape codes.
   EXPECT_EQ(r.out.find('\r'), std::string::npos);
@@ -102,8 +103,9 @@ TEST(Reports, PerplexityCsvNllSvgAndSummaryAgree) {
 
 TEST(Reports, AttentionTableAndHeatmaps) {
   const std::string svg = test::temp_path("attn.svg"), map = test::temp_path("map.svg");
-  const auto r = run("attention -m " + test::shared("models/tinystories-656k") + " -f " + test::shared("data/tinystories-valid-dev.txt") +
-                     " --limit 200 --svg " + svg + " --svg-map " + map + " --layer 1 --head 6");
+  const auto r = run("attention -m " + test::shared("models/tinystories-656k") + " -f " +
+                     test::shared("data/tinystories-valid-dev.txt") + " --limit 200 --svg " + svg + " --svg-map " +
+                     map + " --layer 1 --head 6");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("200 tokens"), std::string::npos);
   EXPECT_NE(r.out.find("sink head"), std::string::npos);  // this model has sink heads (see STREAMING.md)

@@ -1,9 +1,10 @@
 // GGUF reader/writer: round trip, and clean errors on corrupt input.
+#include "format/gguf.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "test_paths.h"
 

@@ -1,6 +1,7 @@
+#include "format/llama2c.h"
+
 #include <gtest/gtest.h>
 
-#include "format/llama2c.h"
 #include "test_paths.h"
 
 namespace ss {

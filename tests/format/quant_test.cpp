@@ -27,7 +27,9 @@ TEST(Quant, RoundTripErrorIsBounded) {
     for (int b = 0; b < n / 32; ++b) {
       float amax = 0;
       for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
-      for (int i = 0; i < 32; ++i) EXPECT_LE(std::fabs(x[b * 32 + i] - y[b * 32 + i]), c.tol * amax + 1e-6f) << type_name(static_cast<uint32_t>(c.t));
+      for (int i = 0; i < 32; ++i)
+        EXPECT_LE(std::fabs(x[b * 32 + i] - y[b * 32 + i]), c.tol * amax + 1e-6f)
+            << type_name(static_cast<uint32_t>(c.t));
     }
   }
 }

@@ -1,8 +1,9 @@
+#include "format/safetensors.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "format/safetensors.h"
 #include "test_paths.h"
 
 namespace ss {
@@ -30,7 +31,8 @@ Status parse(const std::vector<uint8_t>& b, SafetensorsSet& s) {
 
 TEST(Safetensors, ParsesValidFile) {
   SafetensorsSet s;
-  auto st = parse(make_file(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"__metadata__":{"format":"pt"}})", 24), s);
+  auto st = parse(
+      make_file(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"__metadata__":{"format":"pt"}})", 24), s);
   ASSERT_TRUE(st.ok()) << st.error().message;
   auto t = s.tensor("w");
   ASSERT_TRUE(t.ok());

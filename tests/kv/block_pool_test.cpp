@@ -1,8 +1,8 @@
+#include "kv/block_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "kv/block_pool.h"
 
 namespace ss {
 namespace {

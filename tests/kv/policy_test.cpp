@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "kv/policy.h"
+
+#include <gtest/gtest.h>
 
 namespace ss {
 namespace {

@@ -1,9 +1,10 @@
+#include "kv/sequence_kv.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "kv/positions.h"
-#include "kv/sequence_kv.h"
 
 namespace ss {
 namespace {
@@ -71,7 +72,8 @@ TEST(SequenceKv, ManySequencesShareThePoolAndFreeOnDestruction) {
       for (auto& s : seqs) stream(*s, 1, 1);
     std::set<std::pair<BlockId, int>> slots;
     for (auto& s : seqs)
-      for (int64_t u : {0, 1, 45, 46, 47, 48, 49}) EXPECT_TRUE(slots.insert({s->slot(u).block, s->slot(u).offset}).second);
+      for (int64_t u : {0, 1, 45, 46, 47, 48, 49})
+        EXPECT_TRUE(slots.insert({s->slot(u).block, s->slot(u).offset}).second);
     EXPECT_EQ(pool.used_blocks(), 8 * 3);
   }
   EXPECT_EQ(pool.used_blocks(), 0);

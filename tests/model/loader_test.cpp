@@ -14,7 +14,8 @@ TEST(Loader, LoadsAllBundledFormats) {
   EXPECT_EQ(g.value()->config.n_kv_heads, 4);
   EXPECT_EQ(g.value()->config.rope_style, RopeStyle::Interleaved);
   EXPECT_EQ(g.value()->config.trained_context, 2048);
-  auto b = load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("models/stories260K/tok512.bin")});
+  auto b =
+      load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("models/stories260K/tok512.bin")});
   ASSERT_TRUE(b.ok()) << b.error().message;
   EXPECT_EQ(b.value()->config.trained_context, 512);
   auto h = load_model({test::shared("models/tinystories-656k"), ""});
@@ -44,7 +45,8 @@ TEST(Loader, MissingFilesAndWrongTokenizerAreErrors) {
   EXPECT_FALSE(load_model({"/nonexistent/model.gguf", ""}).ok());
   // tok512 has 512 entries; aidreams' tokenizer is a different 512-token vocab
   // (loads), but the Llama-2 tokenizer.bin has 32000 and cannot match.
-  auto m = load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("models/llama2-tokenizer/tokenizer.bin")});
+  auto m = load_model(
+      {test::shared("models/stories260K/stories260K.bin"), test::shared("models/llama2-tokenizer/tokenizer.bin")});
   EXPECT_TRUE(m.ok());  // reads the first 512 entries: the format cannot tell
   auto bad = load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("data/PROVENANCE.md")});
   EXPECT_FALSE(bad.ok());

@@ -17,7 +17,8 @@ Vocab byte_level_vocab() {
   std::vector<std::string> base;
   int extra = 0;
   for (int b = 0; b < 256; ++b) {
-    uint32_t cp = ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) ? b : 256 + extra++;
+    uint32_t cp =
+        ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) ? b : 256 + extra++;
     std::string s;
     utf8_append(s, cp);
     v.pieces.push_back(s);
@@ -63,9 +64,16 @@ TEST(Pretokenize, Llama3SplitsDigitsInThrees) {
 TEST(Detokenizer, NeverEmitsHalfACharacter) {
   Vocab v;
   v.kind = VocabKind::Spm;
-  v.pieces = {"<unk>", "<s>", "</s>", "<0xE2>", "<0x82>", "<0xAC>", "\xE2\x96\x81" "a"};
-  v.types = {TokenType::Unknown, TokenType::Control, TokenType::Control, TokenType::Byte, TokenType::Byte,
-             TokenType::Byte, TokenType::Normal};
+  v.pieces = {"<unk>",
+              "<s>",
+              "</s>",
+              "<0xE2>",
+              "<0x82>",
+              "<0xAC>",
+              "\xE2\x96\x81"
+              "a"};
+  v.types = {TokenType::Unknown, TokenType::Control, TokenType::Control, TokenType::Byte,
+             TokenType::Byte,    TokenType::Byte,    TokenType::Normal};
   v.unk = 0;
   v.bos = 1;
   v.eos = 2;

@@ -1,11 +1,11 @@
 // Attention kernels (dispatched: AVX2 or baseline) against their scalar twins
 // at odd sizes and strides.
+#include "ops/attention.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
-
-#include "ops/attention.h"
 
 namespace ss {
 namespace {

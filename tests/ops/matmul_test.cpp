@@ -1,11 +1,11 @@
 // matmul against its scalar (double-accumulating) reference at odd sizes for
 // every weight type, single- and multi-threaded.
+#include "ops/matmul.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
-
-#include "ops/matmul.h"
 
 namespace ss {
 namespace {
@@ -23,7 +23,8 @@ TEST(Matmul, MatchesReferenceAtOddSizes) {
           std::vector<float> wf(static_cast<size_t>(rows * cols));
           for (auto& v : wf) v = u(rng);
           std::vector<uint8_t> wq(row_bytes(t, cols) * rows);
-          for (int r = 0; r < rows; ++r) quantize_row(t, wf.data() + r * cols, wq.data() + r * row_bytes(t, cols), cols);
+          for (int r = 0; r < rows; ++r)
+            quantize_row(t, wf.data() + r * cols, wq.data() + r * row_bytes(t, cols), cols);
           TensorView w;
           w.type = t;
           w.ne0 = cols;
@@ -36,7 +37,8 @@ TEST(Matmul, MatchesReferenceAtOddSizes) {
           matmul(w, x.data(), n, y1.data(), pool1);
           matmul(w, x.data(), n, y2.data(), pool2);
           for (size_t i = 0; i < ref.size(); ++i) {
-            EXPECT_NEAR(y1[i], ref[i], 1e-5 * cols) << type_name(static_cast<uint32_t>(t)) << " " << rows << "x" << cols;
+            EXPECT_NEAR(y1[i], ref[i], 1e-5 * cols)
+                << type_name(static_cast<uint32_t>(t)) << " " << rows << "x" << cols;
             EXPECT_EQ(y1[i], y2[i]);  // threading never changes the numbers
           }
         }

@@ -1,8 +1,8 @@
+#include "ops/rope.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "ops/rope.h"
 
 namespace ss {
 namespace {

@@ -1,8 +1,9 @@
 // The attention inspector sees the engine's real distributions: they sum to 1
 // and equal a direct (textbook) computation on a 3-token example.
+#include "runtime/attention_stats.h"
+
 #include <cmath>
 
-#include "runtime/attention_stats.h"
 #include "runtime_helpers.h"
 #include "tiny_model.h"
 
@@ -26,7 +27,9 @@ TEST(AttentionStats, MatchesDirectComputationOnThreeTokens) {
   const std::vector<int32_t> toks = {5, 77, 123};
   std::map<std::tuple<int, int64_t, int>, std::vector<double>> want;
   test::reference_forward(*m.value(), toks, {{0}, {0, 1}, {0, 1, 2}}, {{0}, {0, 1}, {0, 1, 2}}, {0, 1, 2},
-                          [&](int l, size_t t, int h, const std::vector<double>& p) { want[{l, static_cast<int64_t>(t), h}] = p; });
+                          [&](int l, size_t t, int h, const std::vector<double>& p) {
+                            want[{l, static_cast<int64_t>(t), h}] = p;
+                          });
   Engine e(m.value(), EngineOptions{});
   Recorder rec;
   AttentionStats stats(spec.layers, spec.heads, 1, 0, 0, 8);

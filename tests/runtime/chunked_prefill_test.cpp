@@ -10,8 +10,8 @@ namespace ss {
 namespace {
 
 struct RunResult {
-  std::vector<float> logits;             // [n x vocab]
-  std::vector<std::vector<float>> kv;    // per resident token: K and V of all layers
+  std::vector<float> logits;           // [n x vocab]
+  std::vector<std::vector<float>> kv;  // per resident token: K and V of all layers
 };
 
 RunResult run(std::shared_ptr<const Model> m, const KvPolicy& pol, const std::vector<int32_t>& prompt, int chunk) {
@@ -56,7 +56,7 @@ TEST(ChunkedPrefill, EqualsTokenByTokenFeeding) {
     ASSERT_TRUE(m);
     std::vector<int32_t> prompt;
     const auto golden = test::read_ids(test::shared(m->config.n_vocab == 512 ? "golden/stories260K/tokens.txt"
-                                                                           : "golden/tinystories-656k/tokens.txt"));
+                                                                             : "golden/tinystories-656k/tokens.txt"));
     for (int64_t s : {0, 1, 4}) {
       const int64_t w = 24;
       const auto pol = KvPolicy::sinks_window(s, w);
@@ -67,7 +67,8 @@ TEST(ChunkedPrefill, EqualsTokenByTokenFeeding) {
           const RunResult got = run(m, pol, prompt, chunk);
           ASSERT_EQ(got.logits.size(), ref.logits.size());
           double worst = 0;
-          for (size_t i = 0; i < ref.logits.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(got.logits[i] - ref.logits[i])));
+          for (size_t i = 0; i < ref.logits.size(); ++i)
+            worst = std::max(worst, static_cast<double>(std::fabs(got.logits[i] - ref.logits[i])));
           EXPECT_LE(worst, 1e-4) << pol.name() << " len " << len << " chunk " << chunk;
           ASSERT_EQ(got.kv.size(), ref.kv.size());
           for (size_t j = 0; j < ref.kv.size(); ++j)

@@ -11,8 +11,8 @@
 namespace ss {
 namespace {
 
-std::vector<double> probe_after(std::shared_ptr<const Model> m, const std::vector<int32_t>& stream_src, int64_t n_stream,
-                                const std::vector<int32_t>& probe) {
+std::vector<double> probe_after(std::shared_ptr<const Model> m, const std::vector<int32_t>& stream_src,
+                                int64_t n_stream, const std::vector<int32_t>& probe) {
   const auto pol = KvPolicy::sinks_window(4, 60);
   EngineOptions eo;
   eo.threads = 2;

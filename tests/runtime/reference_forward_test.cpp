@@ -10,7 +10,8 @@ namespace ss {
 namespace {
 
 void check(const test::TinySpec& spec, const KvPolicy& pol, double tol) {
-  const std::string path = test::write_tiny_model(spec, spec.arch + "_" + std::to_string(static_cast<int>(spec.wtype)) + ".gguf");
+  const std::string path =
+      test::write_tiny_model(spec, spec.arch + "_" + std::to_string(static_cast<int>(spec.wtype)) + ".gguf");
   auto mr = load_model({path, ""});
   std::remove(path.c_str());
   ASSERT_TRUE(mr.ok()) << mr.error().message;

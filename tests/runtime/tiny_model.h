@@ -27,9 +27,11 @@ inline void write_gpt2_vocab(GgufWriter& w, int vocab) {
   std::vector<std::string> toks;
   int extra = 0;
   for (int b = 0; b < 256; ++b) {
-    uint32_t cp = ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) ? b : 256 + extra++;
+    uint32_t cp =
+        ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) ? b : 256 + extra++;
     std::string s;
-    if (cp < 0x80) s += static_cast<char>(cp);
+    if (cp < 0x80)
+      s += static_cast<char>(cp);
     else if (cp < 0x800) {
       s += static_cast<char>(0xC0 | (cp >> 6));
       s += static_cast<char>(0x80 | (cp & 0x3F));
@@ -106,11 +108,10 @@ inline std::string write_tiny_model(const TinySpec& s, const std::string& name) 
 // Textbook forward over the whole sequence (double precision); returns
 // logits for every position. Positions are given per token (for the sinks
 // contract) and keys visible to query i are listed in `visible[i]`.
-inline std::vector<std::vector<double>> reference_forward(const Model& m, const std::vector<int32_t>& toks,
-                                                          const std::vector<std::vector<int>>& visible,
-                                                          const std::vector<std::vector<int64_t>>& key_pos,
-                                                          const std::vector<int64_t>& query_pos,
-                                                          const std::function<void(int, size_t, int, const std::vector<double>&)>& on_probs = {}) {
+inline std::vector<std::vector<double>> reference_forward(
+    const Model& m, const std::vector<int32_t>& toks, const std::vector<std::vector<int>>& visible,
+    const std::vector<std::vector<int64_t>>& key_pos, const std::vector<int64_t>& query_pos,
+    const std::function<void(int, size_t, int, const std::vector<double>&)>& on_probs = {}) {
   const auto& c = m.config;
   const int D = c.dim, hd = c.head_dim, nh = c.n_heads, nkv = c.n_kv_heads, H = c.hidden_dim;
   const size_t T = toks.size();
@@ -142,7 +143,8 @@ inline std::vector<std::vector<double>> reference_forward(const Model& m, const 
     const int half = c.rope_dim / 2;
     for (int h = 0; h < heads; ++h)
       for (int i = 0; i < half; ++i) {
-        const double theta = static_cast<double>(pos) * std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim);
+        const double theta =
+            static_cast<double>(pos) * std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim);
         const int a = c.rope_style == RopeStyle::Interleaved ? 2 * i : i;
         const int b = c.rope_style == RopeStyle::Interleaved ? 2 * i + 1 : i + half;
         const double x0 = v[static_cast<size_t>(h * hd + a)], x1 = v[static_cast<size_t>(h * hd + b)];
@@ -195,21 +197,25 @@ inline std::vector<std::vector<double>> reference_forward(const Model& m, const 
         }
         for (size_t j = 0; j < sc.size(); ++j)
           for (int d = 0; d < hd; ++d)
-            att[static_cast<size_t>(h * hd + d)] += sc[j] / sum * v[static_cast<size_t>(visible[t][j])][static_cast<size_t>(kvh * hd + d)];
+            att[static_cast<size_t>(h * hd + d)] +=
+                sc[j] / sum * v[static_cast<size_t>(visible[t][j])][static_cast<size_t>(kvh * hd + d)];
       }
       const auto o = mv(wo, att, static_cast<size_t>(D));
       for (int d = 0; d < D; ++d) nx[t][static_cast<size_t>(d)] += o[static_cast<size_t>(d)];
       const auto xb = rms(nx[t], L.ffn_norm.f32());
       const auto g = mv(wg, xb, static_cast<size_t>(H)), u = mv(wu, xb, static_cast<size_t>(H));
       std::vector<double> hbuf(static_cast<size_t>(H));
-      for (int i = 0; i < H; ++i) hbuf[static_cast<size_t>(i)] = g[static_cast<size_t>(i)] / (1 + std::exp(-g[static_cast<size_t>(i)])) * u[static_cast<size_t>(i)];
+      for (int i = 0; i < H; ++i)
+        hbuf[static_cast<size_t>(i)] =
+            g[static_cast<size_t>(i)] / (1 + std::exp(-g[static_cast<size_t>(i)])) * u[static_cast<size_t>(i)];
       const auto dn = mv(wd, hbuf, static_cast<size_t>(D));
       for (int d = 0; d < D; ++d) nx[t][static_cast<size_t>(d)] += dn[static_cast<size_t>(d)];
     }
     x = nx;
   }
   std::vector<std::vector<double>> logits;
-  for (size_t t = 0; t < T; ++t) logits.push_back(mv(out_w, rms(x[t], m.output_norm.f32()), static_cast<size_t>(c.n_vocab)));
+  for (size_t t = 0; t < T; ++t)
+    logits.push_back(mv(out_w, rms(x[t], m.output_norm.f32()), static_cast<size_t>(c.n_vocab)));
   return logits;
 }
 

@@ -1,8 +1,8 @@
+#include "sample/sampler.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
-
-#include "sample/sampler.h"
 
 namespace ss {
 namespace {

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "server/chat_template.h"
+
+#include <gtest/gtest.h>
 
 namespace ss {
 namespace {
@@ -21,13 +21,16 @@ TEST(ChatTemplate, FirstTurnCarriesTheHeadAndSystemPrompt) {
   EXPECT_EQ(render_chat_turn(ChatFamily::ChatML, m, true),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(render_chat_turn(ChatFamily::Llama3, m, true),
-            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi"
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe "
+            "brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi"
             "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
   EXPECT_EQ(render_chat_turn(ChatFamily::Llama2, m, true), "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST]");
-  EXPECT_EQ(render_chat_turn(ChatFamily::Zephyr, m, true), "<|system|>\nBe brief.</s>\n<|user|>\nHi</s>\n<|assistant|>\n");
+  EXPECT_EQ(render_chat_turn(ChatFamily::Zephyr, m, true),
+            "<|system|>\nBe brief.</s>\n<|user|>\nHi</s>\n<|assistant|>\n");
   // A later turn renders only its new messages (no head).
-  EXPECT_EQ(render_chat_turn(ChatFamily::Llama3, {{"user", "More"}}, false),
-            "<|start_header_id|>user<|end_header_id|>\n\nMore<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(
+      render_chat_turn(ChatFamily::Llama3, {{"user", "More"}}, false),
+      "<|start_header_id|>user<|end_header_id|>\n\nMore<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
   EXPECT_EQ(render_chat_turn(ChatFamily::Plain, {{"user", "More"}}, false), "\nMore");
 }
 

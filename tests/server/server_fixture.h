@@ -45,7 +45,8 @@ inline SchedulerOptions default_sched(const std::string& state_dir = "") {
   return so;
 }
 
-inline nlohmann::json post(httplib::Client& c, const std::string& path, const nlohmann::json& body, int* status = nullptr) {
+inline nlohmann::json post(httplib::Client& c, const std::string& path, const nlohmann::json& body,
+                           int* status = nullptr) {
   auto r = c.Post(path, body.dump(), "application/json");
   if (!r) return nlohmann::json{{"transport_error", true}};
   if (status) *status = r->status;

@@ -39,7 +39,8 @@ TEST(Server, ModelsHealthAndCompletions) {
   auto m = json::parse(c.Get("/v1/models")->body);
   EXPECT_EQ(m["data"][0]["id"], "stories260K.gguf");
   int status = 0;
-  auto r = test::post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 20}, {"temperature", 0}}, &status);
+  auto r = test::post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 20}, {"temperature", 0}},
+                      &status);
   EXPECT_EQ(status, 200);
   EXPECT_EQ(r["object"], "text_completion");
   EXPECT_EQ(r["usage"]["completion_tokens"], 20);
@@ -75,7 +76,8 @@ TEST(Server, StreamsServerSentEvents) {
     }
     last = json::parse(data);
     ++chunks;
-    if (last["choices"][0]["delta"].contains("content")) text += last["choices"][0]["delta"]["content"].get<std::string>();
+    if (last["choices"][0]["delta"].contains("content"))
+      text += last["choices"][0]["delta"]["content"].get<std::string>();
   }
   EXPECT_TRUE(done);
   EXPECT_GE(chunks, 3);
@@ -106,7 +108,7 @@ TEST(Server, FiftyTurnSessionPrefillsOnlyNewTokens) {
   // Each turn feeds its prompt and 7 of its 8 sampled tokens (the last one is
   // fed with the next turn's prompt).
   EXPECT_EQ(s["tokens_seen"].get<int64_t>(), prompt_total + 50 * 7);
-  EXPECT_GT(s["tokens_seen"].get<int64_t>(), 10 * 64);    // far past the 4+60 cache
+  EXPECT_GT(s["tokens_seen"].get<int64_t>(), 10 * 64);  // far past the 4+60 cache
   EXPECT_EQ(s["cache"]["sinks"], 4);
   EXPECT_EQ(s["cache"]["window"], 60);
   EXPECT_GT(s["cache"]["evicted"].get<int64_t>(), 0);
@@ -120,7 +122,8 @@ std::vector<std::string> run_turns(test::TestServer& srv, const std::string& sid
   auto c = srv.client();
   std::vector<std::string> out;
   for (int t = from; t < to; ++t) {
-    auto r = test::post(c, "/v1/chat/completions", chat_body("Tom saw a bird number " + std::to_string(t) + ".", 15, sid));
+    auto r =
+        test::post(c, "/v1/chat/completions", chat_body("Tom saw a bird number " + std::to_string(t) + ".", 15, sid));
     if (!r.contains("choices")) {
       ADD_FAILURE() << "turn " << t << ": " << r.dump();
       break;
@@ -158,17 +161,20 @@ TEST(Server, DisconnectMidStreamFreesBlocks) {
   test::TestServer srv(test::stories_gguf(), test::default_sched());
   auto c = srv.client();
   const int64_t baseline = metric(c, "sinkstream_kv_blocks_used");
-  json body = {{"prompt", "Once upon a time"}, {"stream", true}, {"temperature", 0.8}, {"seed", 1}, {"max_tokens", 100000}};
+  json body = {
+      {"prompt", "Once upon a time"}, {"stream", true}, {"temperature", 0.8}, {"seed", 1}, {"max_tokens", 100000}};
   int received = 0;
   {
-  httplib::Client streamer("127.0.0.1", srv.port);  // closed at the end of this scope
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/v1/completions";
-  req.body = body.dump();
-  req.set_header("Content-Type", "application/json");
-  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++received < 5; };  // hang up after 5 chunks
-  (void)streamer.send(req);
+    httplib::Client streamer("127.0.0.1", srv.port);  // closed at the end of this scope
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    req.body = body.dump();
+    req.set_header("Content-Type", "application/json");
+    req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+      return ++received < 5;
+    };  // hang up after 5 chunks
+    (void)streamer.send(req);
   }
   EXPECT_GE(received, 5);
   int64_t used = -1;
@@ -187,7 +193,8 @@ TEST(Server, SixteenConcurrentStreamsMatchSingleStreams) {
   {
     auto c = srv.client();
     for (int i = 0; i < 16; ++i)
-      single[i] = test::post(c, "/v1/completions", {{"prompt", prompt(i)}, {"max_tokens", 40}, {"temperature", 0}})["choices"][0]["text"];
+      single[i] = test::post(c, "/v1/completions",
+                             {{"prompt", prompt(i)}, {"max_tokens", 40}, {"temperature", 0}})["choices"][0]["text"];
   }
   std::vector<std::thread> ts;
   for (int i = 0; i < 16; ++i)
@@ -199,7 +206,8 @@ TEST(Server, SixteenConcurrentStreamsMatchSingleStreams) {
       std::istringstream in(r->body);
       std::string line;
       while (std::getline(in, line))
-        if (line.rfind("data: {", 0) == 0) concurrent[i] += json::parse(line.substr(6))["choices"][0]["text"].get<std::string>();
+        if (line.rfind("data: {", 0) == 0)
+          concurrent[i] += json::parse(line.substr(6))["choices"][0]["text"].get<std::string>();
     });
   for (auto& t : ts) t.join();
   for (int i = 0; i < 16; ++i) EXPECT_EQ(concurrent[i], single[i]) << i;

@@ -1,11 +1,12 @@
 // Session files: round trip, and torn/corrupt files are detected with the
 // last good copy used instead.
+#include "server/session_file.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "server/session_file.h"
 #include "test_paths.h"
 
 namespace ss {
@@ -18,7 +19,8 @@ SessionRecord sample(int turns) {
   r.state.n_seen = 10;
   r.state.indices = {0, 1, 7, 8, 9};
   r.state.rows.resize(5 * 2 * 2 * 4);
-  for (size_t i = 0; i < r.state.rows.size(); ++i) r.state.rows[i] = static_cast<float>(i) * 0.5f + static_cast<float>(turns);
+  for (size_t i = 0; i < r.state.rows.size(); ++i)
+    r.state.rows[i] = static_cast<float>(i) * 0.5f + static_cast<float>(turns);
   r.pending = {42};
   r.turns = turns;
   return r;

@@ -1,8 +1,8 @@
+#include "util/fp16.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
-
-#include "util/fp16.h"
 
 namespace ss {
 namespace {

@@ -1,9 +1,9 @@
+#include "util/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <vector>
-
-#include "util/thread_pool.h"
 
 namespace ss {
 namespace {
@@ -25,7 +25,8 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
 TEST(ThreadPool, RespectsMaxParts) {
   ThreadPool pool(4);
   std::atomic<int> calls{0};
-  pool.parallel_for(100, [&](size_t, size_t) { calls++; }, 2);
+  pool.parallel_for(
+      100, [&](size_t, size_t) { calls++; }, 2);
   EXPECT_EQ(calls.load(), 2);
 }
 

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "util/utf8.h"
+
+#include <gtest/gtest.h>
 
 namespace ss {
 namespace {
