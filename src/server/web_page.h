@@ -42,7 +42,7 @@ document.getElementById('f').addEventListener('submit', async (e) => {
   e.preventDefault();
   const input = document.getElementById('msg'); const text = input.value.trim(); if (!text) return;
   input.value = ''; add('user', 'you: ' + text); const out = add('assistant', '');
-  const t0 = performance.now(); let n = 0;
+  const t0 = performance.now(); let n = 0; let lastRefresh = t0;
   const r = await fetch('/v1/chat/completions', {method: 'POST', headers: {'Content-Type': 'application/json', 'X-Session-Id': sid},
     body: JSON.stringify({messages: [{role: 'user', content: text}], stream: true, max_tokens: 200})});
   const reader = r.body.getReader(); const dec = new TextDecoder(); let buf = '';
@@ -56,6 +56,7 @@ document.getElementById('f').addEventListener('submit', async (e) => {
       if (c) { out.textContent += c; n++; log.scrollTop = log.scrollHeight; }
       if (j.usage) n = j.usage.completion_tokens;
       document.getElementById('tps').textContent = (n / ((performance.now() - t0) / 1000)).toFixed(1);
+      if (performance.now() - lastRefresh > 500) { lastRefresh = performance.now(); refresh(); }  // live cache bar
     }
   }
   out.dataset.done = '1'; refresh();
