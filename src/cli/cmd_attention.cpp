@@ -3,7 +3,6 @@
 
 #include "cli/commands.h"
 #include "cli/svg_plot.h"
-#include "model/story_text.h"
 #include "model/tokenizer.h"
 #include "runtime/attention_stats.h"
 #include "runtime/engine.h"
@@ -43,9 +42,9 @@ int AttentionCommand::run() {
                 std::to_string(c.n_heads) + " heads)");
   std::string text = prompt_;
   if (!file_.empty()) {
-    auto r = read_text_file(file_);
+    auto r = read_eval_text(file_, raw_);
     if (!r.ok()) return fail(r.error().message);
-    text = raw_ ? r.value() : join_stories(r.value());
+    text = std::move(r.value());
   }
   if (text.empty()) return fail("give -p TEXT or -f FILE");
   const Tokenizer tok(model->vocab);

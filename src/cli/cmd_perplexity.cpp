@@ -9,7 +9,6 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/svg_plot.h"
-#include "model/story_text.h"
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
@@ -164,10 +163,9 @@ int PerplexityCommand::run() {
     if (!r.ok()) return fail(r.error().message);
     tokens = std::move(r.value());
   } else if (!text_file_.empty()) {
-    auto r = read_text_file(text_file_);
+    auto r = read_eval_text(text_file_, raw_);
     if (!r.ok()) return fail(r.error().message);
-    const Tokenizer tok(model->vocab);
-    tokens = tok.encode(raw_ ? r.value() : join_stories(r.value()), true);
+    tokens = Tokenizer(model->vocab).encode(r.value(), true);
   } else {
     return fail("give -f TEXT or --tokens-file IDS");
   }

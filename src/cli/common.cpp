@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "model/story_text.h"
+#include "util/mapped_file.h"
+
 namespace ss::cli {
 
 std::string shared_dir() {
@@ -52,6 +55,11 @@ Result<std::vector<KvPolicy>> PolicyFlags::resolve(int64_t ctx) const {
   }
   if (out.empty()) out.push_back(KvPolicy::sinks_window(4, ctx > 8 ? ctx - 4 : 4));
   return out;
+}
+
+Result<std::string> read_eval_text(const std::string& path, bool raw) {
+  SS_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  return raw ? text : join_stories(text);
 }
 
 int fail(const std::string& msg) {

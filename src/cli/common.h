@@ -34,6 +34,10 @@ struct PolicyFlags {
 
 std::string format_rate(double per_second);
 
+// An evaluation text file: as-is with raw, else TinyStories stories joined
+// as STREAMING.md defines.
+Result<std::string> read_eval_text(const std::string& path, bool raw);
+
 // Prints "error: MSG" to stderr; returns the exit code 1.
 int fail(const std::string& msg);
 

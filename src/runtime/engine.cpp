@@ -184,6 +184,13 @@ void Engine::run_round(std::span<RoundPart> parts) {
     }
   }
 
+  // Attention work is the same in every layer: split it (or not) once per round.
+  int64_t attn_work = 0;
+  for (int t = 0; t < T; ++t) attn_work += std::min<int64_t>(tok_seq_[t]->cached_entries() + t + 1, tok_pos_[t] + 1);
+  attn_work *= static_cast<int64_t>(qd) * 2;
+  const int attn_parts =
+      observer_ ? 1 : static_cast<int>(std::clamp<int64_t>(attn_work / (1 << 16), 1, threads_.size()));
+
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = m.layers[static_cast<size_t>(l)];
     for (int t = 0; t < T; ++t)
@@ -219,7 +226,7 @@ void Engine::run_round(std::span<RoundPart> parts) {
       }
       rope_apply(qt, c.n_heads, c.head_dim, pairs, ct, st, c.rope_style);
     }
-    attention(l, T);
+    attention(l, T, attn_parts);
     matmul(L.wo, att_.data(), T, tmp_.data(), threads_);
     for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
     for (int t = 0; t < T; ++t)
@@ -261,15 +268,11 @@ void Engine::run_round(std::span<RoundPart> parts) {
   for (const auto& p : parts) p.seq->advance(p.count);
 }
 
-void Engine::attention(int layer, int T) {
+void Engine::attention(int layer, int T, int parts) {
   const auto& c = config();
   const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  int64_t work = 0;
-  for (int t = 0; t < T; ++t) work += std::min<int64_t>(tok_seq_[t]->cached_entries() + t + 1, tok_pos_[t] + 1);
-  work *= static_cast<int64_t>(qd) * 2;
-  const int parts = observer_ ? 1 : static_cast<int>(std::clamp<int64_t>(work / (1 << 16), 1, threads_.size()));
 
   auto run = [&](size_t begin, size_t end) {
     thread_local std::vector<float> scores;

@@ -95,7 +95,7 @@ class Engine {
     bool last_of_item;
   };
   void run_round(std::span<RoundPart> parts);
-  void attention(int layer, int n_tok);
+  void attention(int layer, int n_tok, int parts);
 
   std::shared_ptr<const Model> model_;
   EngineOptions opts_;

@@ -58,15 +58,17 @@ Result<std::vector<double>> score_recompute(Engine& engine, std::span<const int3
     const size_t i1 = std::min(n_pred, i0 + static_cast<size_t>(parallel));
     std::vector<SeqId> ids;
     std::vector<BatchItem> items;
-    Status st = ok_status();
     for (size_t i = i0; i < i1; ++i) {
       auto id = engine.create_sequence(KvPolicy::dense());
-      if (!id.ok()) return id.error();
+      if (!id.ok()) {
+        for (SeqId made : ids) engine.free_sequence(made);
+        return id.error();
+      }
       ids.push_back(id.value());
       const size_t b = i + 1 >= static_cast<size_t>(L) ? i + 1 - static_cast<size_t>(L) : 0;
       items.push_back({id.value(), tokens.subspan(b, i + 1 - b), false});
     }
-    st = engine.forward(items, logits);
+    const Status st = engine.forward(items, logits);
     for (SeqId id : ids) engine.free_sequence(id);
     if (!st.ok()) return st.error();
     for (size_t i = i0; i < i1; ++i) nll[i] = nll_of(logits[i - i0].data(), n_vocab, tokens[i + 1]);
