@@ -3,7 +3,7 @@
 # --test adds what the test suite needs on top (xmllint, Chromium, Node.js).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev)
+  libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libhwy-dev)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(libxml2-utils curl chromium)
   # Node.js runs the end-to-end tests (openai client, playwright-core): the

@@ -21,9 +21,162 @@ std::optional<TypeTraits> type_traits(uint32_t raw_type) {
       return TypeTraits{"Q8_0", kQ8_0Block, 2 + kQ8_0Block};
     case GgmlType::Q4_0:
       return TypeTraits{"Q4_0", kQ4_0Block, 2 + kQ4_0Block / 2};
+    case GgmlType::Q4_K:
+      return TypeTraits{"Q4_K", kQkK, kQ4_KBytes};
+    case GgmlType::Q5_K:
+      return TypeTraits{"Q5_K", kQkK, kQ5_KBytes};
+    case GgmlType::Q6_K:
+      return TypeTraits{"Q6_K", kQkK, kQ6_KBytes};
   }
   return std::nullopt;
 }
+
+bool is_quantized(GgmlType t) {
+  const auto tr = type_traits(static_cast<uint32_t>(t));
+  return tr && tr->block_elems > 1;
+}
+
+namespace {
+
+float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return fp16_to_fp32(h);
+}
+
+void put_half(uint8_t* p, float v) {
+  const uint16_t h = fp32_to_fp16(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Q4_K and Q5_K share their scale layout: eight sub-blocks of 32, each with a
+// 6-bit scale and a 6-bit min, values d*scale*q - dmin*min with q in [0, qmax].
+void dequantize_k45(const uint8_t* blk, bool five, float* out) {
+  const float d = half_at(blk), dmin = half_at(blk + 2);
+  const uint8_t* sc = blk + 4;
+  const uint8_t* qh = blk + 16;
+  const uint8_t* qs = blk + (five ? 48 : 16);
+  for (int j = 0; j < 4; ++j) {
+    int s0, m0, s1, m1;
+    kquant_scale_min(sc, 2 * j, s0, m0);
+    kquant_scale_min(sc, 2 * j + 1, s1, m1);
+    const float d0 = d * static_cast<float>(s0), mm0 = dmin * static_cast<float>(m0);
+    const float d1 = d * static_cast<float>(s1), mm1 = dmin * static_cast<float>(m1);
+    for (int l = 0; l < 32; ++l) {
+      int lo = qs[32 * j + l] & 0x0F, hi = qs[32 * j + l] >> 4;
+      if (five) {
+        lo += ((qh[l] >> (2 * j)) & 1) << 4;
+        hi += ((qh[l] >> (2 * j + 1)) & 1) << 4;
+      }
+      out[64 * j + l] = d0 * static_cast<float>(lo) - mm0;
+      out[64 * j + 32 + l] = d1 * static_cast<float>(hi) - mm1;
+    }
+  }
+}
+
+// Q6_K: two halves of 128; element e of a half takes its low nibble from ql
+// and two high bits from qh, its int8 scale from sub-block e/16.
+void dequantize_q6_k(const uint8_t* blk, float* out) {
+  const float d = half_at(blk + 208);
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = blk + 64 * h;
+    const uint8_t* qh = blk + 128 + 32 * h;
+    const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h);
+    float* y = out + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+      y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+      y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+      y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    }
+  }
+}
+
+int clamp_round(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
+
+// A plain min/max K-quantizer (not llama.cpp's error-minimising search): good
+// enough for test and synthetic models, and exact to the format.
+void quantize_k45(const float* x, bool five, uint8_t* blk) {
+  const int qmax = five ? 31 : 15;
+  float scale[8], min[8];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < 8; ++j) {
+    float lo = 0, hi = -INFINITY;
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, x[32 * j + l]);
+      hi = std::max(hi, x[32 * j + l]);
+    }
+    scale[j] = (hi - lo) / static_cast<float>(qmax);
+    min[j] = -lo;
+    max_scale = std::max(max_scale, scale[j]);
+    max_min = std::max(max_min, min[j]);
+  }
+  put_half(blk, max_scale / 63);
+  put_half(blk + 2, max_min / 63);
+  const float d = half_at(blk), dmin = half_at(blk + 2);
+  uint8_t* sc = blk + 4;
+  std::memset(sc, 0, 12);
+  int qs6[8], qm6[8];
+  for (int j = 0; j < 8; ++j) {
+    qs6[j] = d > 0 ? clamp_round(scale[j] / d, 0, 63) : 0;
+    qm6[j] = dmin > 0 ? clamp_round(min[j] / dmin, 0, 63) : 0;
+    if (j < 4) {
+      sc[j] = static_cast<uint8_t>(sc[j] | qs6[j]);
+      sc[j + 4] = static_cast<uint8_t>(sc[j + 4] | qm6[j]);
+    } else {
+      sc[j + 4] = static_cast<uint8_t>((qs6[j] & 0x0F) | ((qm6[j] & 0x0F) << 4));
+      sc[j - 4] = static_cast<uint8_t>(sc[j - 4] | ((qs6[j] >> 4) << 6));
+      sc[j] = static_cast<uint8_t>(sc[j] | ((qm6[j] >> 4) << 6));
+    }
+  }
+  uint8_t* qh = blk + 16;
+  uint8_t* qs = blk + (five ? 48 : 16);
+  if (five) std::memset(qh, 0, 32);
+  for (int j = 0; j < 8; ++j) {
+    const float dj = d * static_cast<float>(qs6[j]), mj = dmin * static_cast<float>(qm6[j]);
+    for (int l = 0; l < 32; ++l) {
+      const int q = dj > 0 ? clamp_round((x[32 * j + l] + mj) / dj, 0, qmax) : 0;
+      const int pair = j / 2, byte = 32 * pair + l;
+      if (j % 2 == 0)
+        qs[byte] = static_cast<uint8_t>(q & 0x0F);
+      else
+        qs[byte] = static_cast<uint8_t>(qs[byte] | ((q & 0x0F) << 4));
+      if (five && q >= 16) qh[l] = static_cast<uint8_t>(qh[l] | (1 << j));
+    }
+  }
+}
+
+void quantize_q6_k(const float* x, uint8_t* blk) {
+  float scale[16], max_scale = 0;
+  for (int i = 0; i < 16; ++i) {
+    float amax = 0;
+    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * i + l]));
+    scale[i] = amax / 31;
+    max_scale = std::max(max_scale, scale[i]);
+  }
+  put_half(blk + 208, max_scale / 127);
+  const float d = half_at(blk + 208);
+  auto* sc = reinterpret_cast<int8_t*>(blk + 192);
+  std::memset(blk, 0, 192);
+  for (int i = 0; i < 16; ++i) sc[i] = static_cast<int8_t>(d > 0 ? clamp_round(scale[i] / d, -128, 127) : 0);
+  for (int e = 0; e < kQkK; ++e) {
+    const float di = d * static_cast<float>(sc[e / 16]);
+    const int q = (di != 0 ? clamp_round(x[e] / di, -32, 31) : 0) + 32;
+    const int h = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
+    uint8_t* ql = blk + 64 * h;
+    uint8_t* qh = blk + 128 + 32 * h;
+    const int lbyte = l + (quarter % 2) * 32;
+    ql[lbyte] = static_cast<uint8_t>(ql[lbyte] | ((q & 0x0F) << (quarter / 2 * 4)));
+    qh[l] = static_cast<uint8_t>(qh[l] | ((q >> 4) << (2 * quarter)));
+  }
+}
+
+}  // namespace
 
 std::string type_name(uint32_t raw_type) {
   if (auto t = type_traits(raw_type)) return t->name;
@@ -82,6 +235,14 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
         }
       }
       return;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      for (int64_t b = 0; b < n / kQkK; ++b)
+        dequantize_k45(p + b * (t == GgmlType::Q5_K ? kQ5_KBytes : kQ4_KBytes), t == GgmlType::Q5_K, dst + b * kQkK);
+      return;
+    case GgmlType::Q6_K:
+      for (int64_t b = 0; b < n / kQkK; ++b) dequantize_q6_k(p + b * kQ6_KBytes, dst + b * kQkK);
+      return;
   }
   SS_CHECK_MSG(false, "dequantize_row: unsupported type");
 }
@@ -139,6 +300,14 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
           blk[2 + i] = static_cast<uint8_t>(lo | (hi << 4));
         }
       }
+      return;
+    case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
+      for (int64_t b = 0; b < n / kQkK; ++b)
+        quantize_k45(src + b * kQkK, t == GgmlType::Q5_K, p + b * (t == GgmlType::Q5_K ? kQ5_KBytes : kQ4_KBytes));
+      return;
+    case GgmlType::Q6_K:
+      for (int64_t b = 0; b < n / kQkK; ++b) quantize_q6_k(src + b * kQkK, p + b * kQ6_KBytes);
       return;
   }
   SS_CHECK_MSG(false, "quantize_row: unsupported type");

@@ -12,6 +12,9 @@ enum class GgmlType : uint32_t {
   F16 = 1,
   Q4_0 = 2,
   Q8_0 = 8,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
   BF16 = 30,
 };
 
@@ -36,5 +39,25 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
 constexpr int kQ8_0Block = 32;
 constexpr int kQ4_0Block = 32;
+// K-quants: super-blocks of 256 elements (ggml's QK_K).
+constexpr int kQkK = 256;
+constexpr int kQ4_KBytes = 4 + 12 + kQkK / 2;               // d, dmin, 6-bit scales+mins, nibbles
+constexpr int kQ5_KBytes = 4 + 12 + kQkK / 8 + kQkK / 2;    // ... plus one high bit per element
+constexpr int kQ6_KBytes = kQkK / 2 + kQkK / 4 + kQkK / 16 + 2;  // low nibbles, high 2 bits, int8 scales, d
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block,
+// unpacked from its 12 scale bytes.
+inline void kquant_scale_min(const uint8_t* s, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = s[j] & 63;
+    min = s[j + 4] & 63;
+  } else {
+    scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// True for the block-quantized types (rows must be a multiple of the block).
+bool is_quantized(GgmlType t);
 
 }  // namespace ss

@@ -11,7 +11,7 @@ namespace {
 TEST(Quant, RoundTripErrorIsBounded) {
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  const int n = 32 * 5;
+  const int n = 256 * 3;
   std::vector<float> x(n);
   for (auto& v : x) v = nd(rng);
   struct Case {
@@ -19,19 +19,51 @@ TEST(Quant, RoundTripErrorIsBounded) {
     float tol;  // relative to the block's max magnitude
   };
   for (auto c : {Case{GgmlType::F32, 0}, Case{GgmlType::F16, 1e-3f}, Case{GgmlType::BF16, 8e-3f},
-                 Case{GgmlType::Q8_0, 1.0f / 127}, Case{GgmlType::Q4_0, 1.0f / 7}}) {
+                 Case{GgmlType::Q8_0, 1.0f / 127}, Case{GgmlType::Q4_0, 1.0f / 7}, Case{GgmlType::Q4_K, 0.15f},
+                 Case{GgmlType::Q5_K, 0.08f}, Case{GgmlType::Q6_K, 0.05f}}) {
     std::vector<uint8_t> q(row_bytes(c.t, n));
     quantize_row(c.t, x.data(), q.data(), n);
     std::vector<float> y(n);
     dequantize_row(c.t, q.data(), y.data(), n);
-    for (int b = 0; b < n / 32; ++b) {
+    // Error relative to the largest magnitude in the block that owns the scale.
+    const int B = std::max(32, type_traits(static_cast<uint32_t>(c.t))->block_elems);
+    for (int b = 0; b < n / B; ++b) {
       float amax = 0;
-      for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
-      for (int i = 0; i < 32; ++i)
-        EXPECT_LE(std::fabs(x[b * 32 + i] - y[b * 32 + i]), c.tol * amax + 1e-6f)
+      for (int i = 0; i < B; ++i) amax = std::max(amax, std::fabs(x[b * B + i]));
+      for (int i = 0; i < B; ++i)
+        EXPECT_LE(std::fabs(x[b * B + i] - y[b * B + i]), c.tol * amax + 1e-6f)
             << type_name(static_cast<uint32_t>(c.t));
     }
   }
+}
+
+TEST(Quant, KQuantLayoutsMatchGgml) {
+  // Hand-built super-blocks, values worked out from ggml's block definitions.
+  std::vector<uint8_t> q4k(kQ4_KBytes, 0);
+  q4k[0] = 0x00, q4k[1] = 0x3C;  // d = 1
+  q4k[2] = 0x00, q4k[3] = 0x38;  // dmin = 0.5
+  q4k[4 + 0] = 2;                // sub-block 0: scale 2
+  q4k[4 + 4] = 3;                // sub-block 0: min 3
+  q4k[4 + 8] = 0x45;             // sub-block 4: scale 5 (low bits), min 4 (low bits)
+  q4k[4 + 0] |= 0x40;            // sub-block 4: scale high bits 01 -> 5 + 16 = 21
+  q4k[16 + 0] = 0x97;            // element 0 = 7 (low nibble), element 32 = 9 (sub-block 1)
+  q4k[16 + 64] = 0x0A;           // element 128 (sub-block 4) = 10
+  std::vector<float> y(kQkK);
+  dequantize_row(GgmlType::Q4_K, q4k.data(), y.data(), kQkK);
+  EXPECT_FLOAT_EQ(y[0], 2 * 7 - 0.5f * 3);
+  EXPECT_FLOAT_EQ(y[32], 0.0f);  // sub-block 1 has scale 0 and min 0
+  EXPECT_FLOAT_EQ(y[128], 21 * 10 - 0.5f * 4);
+
+  std::vector<uint8_t> q6k(kQ6_KBytes, 0);
+  q6k[208] = 0x00, q6k[209] = 0x3C;  // d = 1
+  for (int i = 0; i < 16; ++i) q6k[192 + i] = static_cast<uint8_t>(i + 1);
+  q6k[0] = 0x21;   // element 0 low nibble 1, element 64 low nibble 2
+  q6k[128] = 0xE4;  // qh bits: element 0 -> 0, element 32 -> 1, element 64 -> 2, element 96 -> 3
+  dequantize_row(GgmlType::Q6_K, q6k.data(), y.data(), kQkK);
+  EXPECT_FLOAT_EQ(y[0], 1.0f * (1 - 32));
+  EXPECT_FLOAT_EQ(y[32], 3.0f * ((1 << 4) - 32));
+  EXPECT_FLOAT_EQ(y[64], 5.0f * (2 + (2 << 4) - 32));
+  EXPECT_FLOAT_EQ(y[96], 7.0f * ((3 << 4) - 32));
 }
 
 TEST(Quant, Q4_0LayoutMatchesGgml) {
