@@ -10,7 +10,7 @@
 namespace ss {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define SS_CLONES __attribute__((target_clones("avx2", "default")))
+#define SS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SS_CLONES
 #endif
@@ -68,6 +68,87 @@ SS_CLONES void softmax(float* x, int n) {
   for (; i < n; ++i) sum += x[i];
   const float inv = 1.0f / sum;
   for (int i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void attn_online_init(int g, int hd, float* m, float* l, float* acc) {
+  for (int h = 0; h < g; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+  }
+  std::fill(acc, acc + static_cast<long>(g) * hd, 0.0f);
+}
+
+namespace {
+// HD > 0: the head size is a compile-time constant, so the per-key loops
+// unroll fully (heads are small: 8 to 128); HD == 0: any size.
+template <int HD>
+inline void online_update(const float* q, int g, const float* k_rows, const float* v_rows, int stride, int count,
+                          int hd_runtime, float scale, float* m, float* l, float* __restrict__ acc,
+                          float* __restrict__ scratch) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  // Scores [g][count]: each key row is loaded once for the whole group.
+  for (int r = 0; r < count; ++r) {
+    const float* k = k_rows + static_cast<long>(r) * stride;
+    for (int h = 0; h < g; ++h) {
+      const float* qh = q + h * hd;
+      float s8[8] = {};
+      if (hd % 8 == 0) {
+        for (int d = 0; d < hd; d += 8)
+          for (int j = 0; j < 8; ++j) s8[j] += qh[d + j] * k[d + j];
+        scratch[h * count + r] = (((s8[0] + s8[4]) + (s8[1] + s8[5])) + ((s8[2] + s8[6]) + (s8[3] + s8[7]))) * scale;
+      } else {
+        scratch[h * count + r] = dot_f32(qh, k, hd) * scale;
+      }
+    }
+  }
+  for (int h = 0; h < g; ++h) {
+    float* s = scratch + h * count;
+    float mx = m[h];
+    for (int r = 0; r < count; ++r) mx = s[r] > mx ? s[r] : mx;
+    // The first run has m = -inf: nothing to rescale.
+    const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
+    for (int r = 0; r < count; ++r) s[r] = exp_nonpositive(s[r] - mx);
+    float sum = 0;
+    for (int r = 0; r < count; ++r) sum += s[r];
+    m[h] = mx;
+    l[h] = l[h] * corr + sum;
+    float* __restrict__ a = acc + h * hd;
+    for (int d = 0; d < hd; ++d) a[d] *= corr;
+  }
+  for (int r = 0; r < count; ++r) {
+    const float* __restrict__ v = v_rows + static_cast<long>(r) * stride;
+    for (int h = 0; h < g; ++h) {
+      const float p = scratch[h * count + r];
+      float* __restrict__ a = acc + h * hd;
+      for (int d = 0; d < hd; ++d) a[d] += p * v[d];
+    }
+  }
+}
+}  // namespace
+
+SS_CLONES void attn_online_update(const float* q, int g, const float* k_rows, const float* v_rows, int stride,
+                                  int count, int hd, float scale, float* m, float* l, float* acc, float* scratch) {
+  switch (hd) {
+    case 8:
+      return online_update<8>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+    case 16:
+      return online_update<16>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+    case 32:
+      return online_update<32>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+    case 64:
+      return online_update<64>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+    case 128:
+      return online_update<128>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+    default:
+      return online_update<0>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+  }
+}
+
+void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out) {
+  for (int h = 0; h < g; ++h) {
+    const float inv = 1.0f / l[h];
+    for (int d = 0; d < hd; ++d) out[h * hd + d] = acc[h * hd + d] * inv;
+  }
 }
 
 void softmax_scalar(float* x, int n) {

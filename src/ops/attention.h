@@ -12,6 +12,17 @@ void attn_accumulate(const float* probs, const float* v_rows, int stride, int co
 // In-place softmax; returns nothing, probabilities sum to 1.
 void softmax(float* x, int n);
 
+// Fused attention over paged KV with online softmax: one call per run of
+// `count` keys that sit contiguously in a block, for the `g` query heads
+// sharing one KV head (GQA: each key and value row is read once for all of
+// them). State per head h: running max m[h], running sum l[h] and the
+// unnormalised output acc[h*hd..]; start from attn_online_init, end with
+// attn_online_finish. scratch holds g*count floats.
+void attn_online_init(int g, int hd, float* m, float* l, float* acc);
+void attn_online_update(const float* q, int g, const float* k_rows, const float* v_rows, int stride, int count, int hd,
+                        float scale, float* m, float* l, float* acc, float* scratch);
+void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out);
+
 void softmax_scalar(float* x, int n);
 void attn_scores_scalar(const float* q, const float* k_rows, int stride, int count, int hd, float scale, float* scores);
 void attn_accumulate_scalar(const float* probs, const float* v_rows, int stride, int count, int hd, float* acc);

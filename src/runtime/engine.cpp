@@ -269,6 +269,49 @@ void Engine::run_round(std::span<RoundPart> parts) {
 }
 
 void Engine::attention(int layer, int T, int parts) {
+  if (observer_) return attention_observed(layer, T);
+  const auto& c = config();
+  const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
+  const int group = c.n_heads / c.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // One task per (token, KV head): the group's query heads walk the sink and
+  // window runs of the paged cache together, online softmax, no gather.
+  auto run = [&](size_t begin, size_t end) {
+    thread_local std::vector<float> m, l, acc, scratch;
+    m.resize(static_cast<size_t>(group));
+    l.resize(static_cast<size_t>(group));
+    acc.resize(static_cast<size_t>(group) * hd);
+    scratch.resize(static_cast<size_t>(group) * pool_.block_tokens());
+    for (size_t task = begin; task < end; ++task) {
+      const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
+      const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
+      const SequenceKv& seq = *tok_seq_[t];
+      const KvPolicy& pol = seq.policy();
+      const int64_t pos = tok_pos_[t];
+      const size_t q_off = static_cast<size_t>(t) * qd + static_cast<size_t>(kvh) * group * hd;
+      const float* qt = q_.data() + q_off;
+      const float* qsink = tok_has_sink_q_[t] ? qs_.data() + q_off : qt;
+      const int64_t n_sinks = std::min<int64_t>(pol.sinks, pos + 1);
+      const int64_t w0 = pol.first_window_key(pos);
+      const size_t head_off = static_cast<size_t>(kvh) * hd;
+      attn_online_init(group, hd, m.data(), l.data(), acc.data());
+      auto visit = [&](const float* q) {
+        return [&, q](BlockId b, int off, int count, int64_t) {
+          const size_t row = static_cast<size_t>(off) * kvd + head_off;
+          attn_online_update(q, group, pool_.k(b, layer) + row, pool_.v(b, layer) + row, kvd, count, hd, scale,
+                             m.data(), l.data(), acc.data(), scratch.data());
+        };
+      };
+      seq.for_each_run(0, n_sinks, visit(qsink));
+      if (pos >= w0) seq.for_each_run(w0, pos + 1, visit(qt));
+      attn_online_finish(group, hd, l.data(), acc.data(), att_.data() + q_off);
+    }
+  };
+  threads_.parallel_for(static_cast<size_t>(T) * static_cast<size_t>(c.n_kv_heads), run, parts);
+}
+
+// The inspector's path: full probability rows per head, handed to the observer.
+void Engine::attention_observed(int layer, int T) {
   const auto& c = config();
   const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
@@ -318,7 +361,7 @@ void Engine::attention(int layer, int T, int parts) {
       std::copy(acc.begin(), acc.end(), att_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd);
     }
   };
-  threads_.parallel_for(static_cast<size_t>(T) * static_cast<size_t>(c.n_heads), run, parts);
+  run(0, static_cast<size_t>(T) * static_cast<size_t>(c.n_heads));
 }
 
 }  // namespace ss

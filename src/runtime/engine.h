@@ -96,6 +96,7 @@ class Engine {
   };
   void run_round(std::span<RoundPart> parts);
   void attention(int layer, int n_tok, int parts);
+  void attention_observed(int layer, int n_tok);
 
   std::shared_ptr<const Model> model_;
   EngineOptions opts_;
