@@ -82,6 +82,21 @@ class BenchCommand {
   bool json_ = false;
 };
 
+class MakeModelCommand {
+ public:
+  explicit MakeModelCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  std::string shape_;
+  std::string type_ = "q4_0";
+  uint64_t seed_ = 1;
+  int layers_ = 0;
+  std::string output_;
+};
+
 class ServeCommand {
  public:
   explicit ServeCommand(CLI::App& app);

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   ss::cli::AttentionCommand attention(app);
   ss::cli::BenchCommand bench(app);
   ss::cli::ServeCommand serve(app);
+  ss::cli::MakeModelCommand make_model(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -22,5 +23,6 @@ int main(int argc, char** argv) {
   if (attention.selected()) return attention.run();
   if (bench.selected()) return bench.run();
   if (serve.selected()) return serve.run();
+  if (make_model.selected()) return make_model.run();
   return 1;
 }

@@ -89,7 +89,18 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
   tensors_.push_back(std::move(t));
 }
 
-std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
+void GgufWriter::add_tensor_rows(const std::string& name, GgmlType type, std::vector<int64_t> ne, RowFill fill) {
+  tensors_.push_back(Tensor{name, type, std::move(ne), {}, std::move(fill)});
+}
+
+size_t GgufWriter::Tensor::size() const {
+  if (!fill) return data.size();
+  int64_t rows = 1;
+  for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
+  return row_bytes(type, ne[0]) * static_cast<size_t>(rows);
+}
+
+std::vector<uint8_t> GgufWriter::header(uint32_t alignment, std::vector<uint64_t>& offsets) const {
   std::vector<uint8_t> b;
   put<uint32_t>(b, 0x46554747u);
   put<uint32_t>(b, 3);
@@ -100,7 +111,7 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
   put<uint32_t>(b, kU32);
   put<uint32_t>(b, alignment);
   uint64_t offset = 0;
-  std::vector<uint64_t> offsets;
+  offsets.clear();
   for (const auto& t : tensors_) {
     put_str(b, t.name);
     put<uint32_t>(b, static_cast<uint32_t>(t.ne.size()));
@@ -108,22 +119,57 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
     put<uint32_t>(b, static_cast<uint32_t>(t.type));
     put<uint64_t>(b, offset);
     offsets.push_back(offset);
-    offset += (t.data.size() + alignment - 1) / alignment * alignment;
+    offset += (t.size() + alignment - 1) / alignment * alignment;
   }
   while (b.size() % alignment) b.push_back(0);
+  return b;
+}
+
+std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
+  std::vector<uint64_t> offsets;
+  std::vector<uint8_t> b = header(alignment, offsets);
   const size_t base = b.size();
   for (size_t i = 0; i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
     b.resize(base + offsets[i]);
-    b.insert(b.end(), tensors_[i].data.begin(), tensors_[i].data.end());
+    if (!t.fill) {
+      b.insert(b.end(), t.data.begin(), t.data.end());
+      continue;
+    }
+    const size_t rb = row_bytes(t.type, t.ne[0]);
+    const int64_t rows = static_cast<int64_t>(t.size() / rb);
+    b.resize(b.size() + t.size());
+    for (int64_t r = 0; r < rows; ++r) t.fill(r, b.data() + base + offsets[i] + static_cast<size_t>(r) * rb);
   }
   return b;
 }
 
-Status GgufWriter::write(const std::string& path) const {
-  const auto b = bytes();
+Status GgufWriter::write(const std::string& path, uint32_t alignment) const {
+  std::vector<uint64_t> offsets;
+  const std::vector<uint8_t> head = header(alignment, offsets);
   FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return make_error(path + ": cannot create");
-  const bool ok = std::fwrite(b.data(), 1, b.size(), f) == b.size();
+  bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
+  uint64_t written = 0;  // bytes of the data section so far
+  std::vector<uint8_t> buf;
+  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
+    const Tensor& t = tensors_[i];
+    buf.assign(offsets[i] - written, 0);  // alignment padding
+    ok = buf.empty() || std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
+    written = offsets[i];
+    if (!t.fill) {
+      ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), f) == t.data.size();
+    } else {
+      const size_t rb = row_bytes(t.type, t.ne[0]);
+      const int64_t rows = static_cast<int64_t>(t.size() / rb);
+      buf.resize(rb);
+      for (int64_t r = 0; ok && r < rows; ++r) {
+        t.fill(r, buf.data());
+        ok = std::fwrite(buf.data(), 1, rb, f) == rb;
+      }
+    }
+    written += t.size();
+  }
   if (std::fclose(f) != 0 || !ok) return make_error(path + ": write failed");
   return ok_status();
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Writes GGUF v3 files: used by tests and benchmarks to build small models.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,16 +24,25 @@ class GgufWriter {
   // ne[0] is the row length; data holds ne[0]*ne[1]*... floats, stored as `type`.
   void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, const std::vector<float>& data);
 
+  // A tensor whose rows are produced while the file is written, so files
+  // far larger than memory can be made: fill(row, dst) writes row_bytes.
+  using RowFill = std::function<void(int64_t row, uint8_t* dst)>;
+  void add_tensor_rows(const std::string& name, GgmlType type, std::vector<int64_t> ne, RowFill fill);
+
   std::vector<uint8_t> bytes(uint32_t alignment = 32) const;
-  Status write(const std::string& path) const;
+  // Streams the file (header, then each tensor), never holding all of it.
+  Status write(const std::string& path, uint32_t alignment = 32) const;
 
  private:
   struct Tensor {
     std::string name;
     GgmlType type;
     std::vector<int64_t> ne;
-    std::vector<uint8_t> data;
+    std::vector<uint8_t> data;  // empty when fill is set
+    RowFill fill;
+    size_t size() const;
   };
+  std::vector<uint8_t> header(uint32_t alignment, std::vector<uint64_t>& offsets) const;
   std::vector<uint8_t> kv_blob_;
   uint64_t n_kv_ = 0;
   std::vector<Tensor> tensors_;

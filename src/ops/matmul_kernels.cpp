@@ -28,58 +28,80 @@ using VF = hn::Vec<DF>;
 inline float load_half(const uint8_t* p) {
   uint16_t h;
   __builtin_memcpy(&h, p, 2);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  return _cvtsh_ss(h);  // F16C: exact, like the scalar conversion
+#else
   return fp16_to_fp32(h);
+#endif
 }
 
-// Calls fn(i, w) with float vectors w holding elements [i, i + Lanes) of the
-// row, in an order fixed per type; returns how many leading elements were
-// covered (the rest, fewer than Lanes, only for the element-wise types).
-// Each value is computed exactly as dequantize_row computes it.
-template <class Fn>
-HWY_INLINE int64_t DecodeRow(GgmlType t, const uint8_t* row, int64_t n, Fn&& fn) {
+// Calls fn(i, w) where w[q] holds elements [i, i + Lanes) of row q (R rows
+// decoded in step, so R independent chains hide latency), in an order fixed
+// per type; returns how many leading elements were covered (the rest, fewer
+// than Lanes, only for the element-wise types). Each value is computed
+// exactly as dequantize_row computes it.
+template <int R, class Fn>
+HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n, Fn&& fn) {
   const DF df;
   const hn::RebindToSigned<DF> di;
   const hn::Rebind<uint8_t, DF> du8;
   const hn::Rebind<int8_t, DF> di8;
   const int64_t N = static_cast<int64_t>(hn::Lanes(df));
   const auto k15 = hn::Set(di, 15);
+  VF w[R];
   int64_t i = 0;
   switch (t) {
-    case GgmlType::F32: {
-      const auto* f = reinterpret_cast<const float*>(row);
-      for (; i + N <= n; i += N) fn(i, hn::LoadU(df, f + i));
+    case GgmlType::F32:
+      for (; i + N <= n; i += N) {
+        for (int q = 0; q < R; ++q) w[q] = hn::LoadU(df, reinterpret_cast<const float*>(rows[q]) + i);
+        fn(i, w);
+      }
       return i;
-    }
     case GgmlType::F16: {
       const hn::Rebind<hwy::float16_t, DF> dh;
-      const auto* h = reinterpret_cast<const hwy::float16_t*>(row);
-      for (; i + N <= n; i += N) fn(i, hn::PromoteTo(df, hn::LoadU(dh, h + i)));
+      for (; i + N <= n; i += N) {
+        for (int q = 0; q < R; ++q)
+          w[q] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(rows[q]) + i));
+        fn(i, w);
+      }
       return i;
     }
     case GgmlType::BF16: {
       const hn::Rebind<hwy::bfloat16_t, DF> dh;
-      const auto* h = reinterpret_cast<const hwy::bfloat16_t*>(row);
-      for (; i + N <= n; i += N) fn(i, hn::PromoteTo(df, hn::LoadU(dh, h + i)));
+      for (; i + N <= n; i += N) {
+        for (int q = 0; q < R; ++q)
+          w[q] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(rows[q]) + i));
+        fn(i, w);
+      }
       return i;
     }
     case GgmlType::Q8_0:
       for (int64_t b = 0; b < n / kQ8_0Block; ++b) {
-        const uint8_t* blk = row + b * (2 + kQ8_0Block);
-        const auto vd = hn::Set(df, load_half(blk));
-        const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
-        for (int64_t c = 0; c < kQ8_0Block; c += N)
-          fn(b * kQ8_0Block + c, hn::Mul(vd, hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, q + c)))));
+        const size_t off = static_cast<size_t>(b) * (2 + kQ8_0Block);
+        VF vd[R];
+        for (int q = 0; q < R; ++q) vd[q] = hn::Set(df, load_half(rows[q] + off));
+        for (int64_t c = 0; c < kQ8_0Block; c += N) {
+          for (int q = 0; q < R; ++q) {
+            const auto* qs = reinterpret_cast<const int8_t*>(rows[q] + off + 2);
+            w[q] = hn::Mul(vd[q], hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(di8, qs + c))));
+          }
+          fn(b * kQ8_0Block + c, w);
+        }
       }
       return n;
     case GgmlType::Q4_0: {
       const auto k8 = hn::Set(di, 8);
       for (int64_t b = 0; b < n / kQ4_0Block; ++b) {
-        const uint8_t* blk = row + b * (2 + kQ4_0Block / 2);
-        const auto vd = hn::Set(df, load_half(blk));
+        const size_t off = static_cast<size_t>(b) * (2 + kQ4_0Block / 2);
+        VF vd[R];
+        for (int q = 0; q < R; ++q) vd[q] = hn::Set(df, load_half(rows[q] + off));
         for (int64_t c = 0; c < kQ4_0Block / 2; c += N) {
-          const auto raw = hn::PromoteTo(di, hn::LoadU(du8, blk + 2 + c));
-          fn(b * kQ4_0Block + c, hn::Mul(vd, hn::ConvertTo(df, hn::Sub(hn::And(raw, k15), k8))));
-          fn(b * kQ4_0Block + kQ4_0Block / 2 + c, hn::Mul(vd, hn::ConvertTo(df, hn::Sub(hn::ShiftRight<4>(raw), k8))));
+          hn::Vec<decltype(di)> raw[R];
+          for (int q = 0; q < R; ++q) raw[q] = hn::PromoteTo(di, hn::LoadU(du8, rows[q] + off + 2 + c));
+          for (int q = 0; q < R; ++q) w[q] = hn::Mul(vd[q], hn::ConvertTo(df, hn::Sub(hn::And(raw[q], k15), k8)));
+          fn(b * kQ4_0Block + c, w);
+          for (int q = 0; q < R; ++q) w[q] = hn::Mul(vd[q], hn::ConvertTo(df, hn::Sub(hn::ShiftRight<4>(raw[q]), k8)));
+          fn(b * kQ4_0Block + kQ4_0Block / 2 + c, w);
         }
       }
       return n;
@@ -90,29 +112,38 @@ HWY_INLINE int64_t DecodeRow(GgmlType t, const uint8_t* row, int64_t n, Fn&& fn)
       const int bytes = five ? kQ5_KBytes : kQ4_KBytes;
       const auto k1 = hn::Set(di, 1);
       for (int64_t b = 0; b < n / kQkK; ++b) {
-        const uint8_t* blk = row + b * bytes;
-        const float d = load_half(blk), dmin = load_half(blk + 2);
-        const uint8_t* sc = blk + 4;
-        const uint8_t* qh = blk + 16;
-        const uint8_t* qs = blk + (five ? 48 : 16);
+        const size_t off = static_cast<size_t>(b) * bytes;
         for (int j = 0; j < 4; ++j) {
-          int s0, m0, s1, m1;
-          kquant_scale_min(sc, 2 * j, s0, m0);
-          kquant_scale_min(sc, 2 * j + 1, s1, m1);
-          const auto d0 = hn::Set(df, d * static_cast<float>(s0)), mm0 = hn::Set(df, dmin * static_cast<float>(m0));
-          const auto d1 = hn::Set(df, d * static_cast<float>(s1)), mm1 = hn::Set(df, dmin * static_cast<float>(m1));
+          VF d0[R], mm0[R], d1[R], mm1[R];
+          for (int q = 0; q < R; ++q) {
+            const uint8_t* blk = rows[q] + off;
+            const float d = load_half(blk), dmin = load_half(blk + 2);
+            int s0, m0, s1, m1;
+            kquant_scale_min(blk + 4, 2 * j, s0, m0);
+            kquant_scale_min(blk + 4, 2 * j + 1, s1, m1);
+            d0[q] = hn::Set(df, d * static_cast<float>(s0));
+            mm0[q] = hn::Set(df, dmin * static_cast<float>(m0));
+            d1[q] = hn::Set(df, d * static_cast<float>(s1));
+            mm1[q] = hn::Set(df, dmin * static_cast<float>(m1));
+          }
           for (int64_t c = 0; c < 32; c += N) {
-            const auto raw = hn::PromoteTo(di, hn::LoadU(du8, qs + 32 * j + c));
-            auto lo = hn::And(raw, k15);
-            auto hi = hn::ShiftRight<4>(raw);
-            if (five) {
-              const auto h = hn::PromoteTo(di, hn::LoadU(du8, qh + c));
-              lo = hn::Or(lo, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * j), k1)));
-              hi = hn::Or(hi, hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * j + 1), k1)));
+            hn::Vec<decltype(di)> lo[R], hi[R];
+            for (int q = 0; q < R; ++q) {
+              const uint8_t* blk = rows[q] + off;
+              const auto raw = hn::PromoteTo(di, hn::LoadU(du8, blk + (five ? 48 : 16) + 32 * j + c));
+              lo[q] = hn::And(raw, k15);
+              hi[q] = hn::ShiftRight<4>(raw);
+              if (five) {
+                const auto h = hn::PromoteTo(di, hn::LoadU(du8, blk + 16 + c));
+                lo[q] = hn::Or(lo[q], hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * j), k1)));
+                hi[q] = hn::Or(hi[q], hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(h, 2 * j + 1), k1)));
+              }
             }
             const int64_t e = b * kQkK + 64 * j + c;
-            fn(e, hn::Sub(hn::Mul(d0, hn::ConvertTo(df, lo)), mm0));
-            fn(e + 32, hn::Sub(hn::Mul(d1, hn::ConvertTo(df, hi)), mm1));
+            for (int q = 0; q < R; ++q) w[q] = hn::Sub(hn::Mul(d0[q], hn::ConvertTo(df, lo[q])), mm0[q]);
+            fn(e, w);
+            for (int q = 0; q < R; ++q) w[q] = hn::Sub(hn::Mul(d1[q], hn::ConvertTo(df, hi[q])), mm1[q]);
+            fn(e + 32, w);
           }
         }
       }
@@ -121,29 +152,36 @@ HWY_INLINE int64_t DecodeRow(GgmlType t, const uint8_t* row, int64_t n, Fn&& fn)
     case GgmlType::Q6_K: {
       const auto k3 = hn::Set(di, 3), k32 = hn::Set(di, 32);
       for (int64_t b = 0; b < n / kQkK; ++b) {
-        const uint8_t* blk = row + b * kQ6_KBytes;
-        const float d = load_half(blk + 208);
+        const size_t off = static_cast<size_t>(b) * kQ6_KBytes;
         for (int h = 0; h < 2; ++h) {
-          const uint8_t* ql = blk + 64 * h;
-          const uint8_t* qh = blk + 128 + 32 * h;
-          const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h);
           for (int64_t c = 0; c < 32; c += N) {
             const int is = static_cast<int>(c / 16);
-            const auto l0 = hn::PromoteTo(di, hn::LoadU(du8, ql + c));
-            const auto l1 = hn::PromoteTo(di, hn::LoadU(du8, ql + 32 + c));
-            const auto hh = hn::PromoteTo(di, hn::LoadU(du8, qh + c));
-            const auto q1 = hn::Sub(hn::Or(hn::And(l0, k15), hn::ShiftLeft<4>(hn::And(hh, k3))), k32);
-            const auto q2 = hn::Sub(hn::Or(hn::And(l1, k15), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(hh), k3))), k32);
-            const auto q3 = hn::Sub(hn::Or(hn::ShiftRight<4>(l0), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(hh), k3))), k32);
-            const auto q4 = hn::Sub(hn::Or(hn::ShiftRight<4>(l1), hn::ShiftLeft<4>(hn::ShiftRight<6>(hh))), k32);
+            hn::Vec<decltype(di)> q1[R], q2[R], q3[R], q4[R];
+            float sd[R][4];
+            for (int q = 0; q < R; ++q) {
+              const uint8_t* blk = rows[q] + off;
+              const uint8_t* ql = blk + 64 * h;
+              const uint8_t* qh = blk + 128 + 32 * h;
+              const auto* sc = reinterpret_cast<const int8_t*>(blk + 192 + 8 * h);
+              const float d = load_half(blk + 208);
+              for (int u = 0; u < 4; ++u) sd[q][u] = d * static_cast<float>(sc[is + 2 * u]);
+              const auto l0 = hn::PromoteTo(di, hn::LoadU(du8, ql + c));
+              const auto l1 = hn::PromoteTo(di, hn::LoadU(du8, ql + 32 + c));
+              const auto hh = hn::PromoteTo(di, hn::LoadU(du8, qh + c));
+              q1[q] = hn::Sub(hn::Or(hn::And(l0, k15), hn::ShiftLeft<4>(hn::And(hh, k3))), k32);
+              q2[q] = hn::Sub(hn::Or(hn::And(l1, k15), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(hh), k3))), k32);
+              q3[q] = hn::Sub(hn::Or(hn::ShiftRight<4>(l0), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(hh), k3))), k32);
+              q4[q] = hn::Sub(hn::Or(hn::ShiftRight<4>(l1), hn::ShiftLeft<4>(hn::ShiftRight<6>(hh))), k32);
+            }
             const int64_t e = b * kQkK + 128 * h + c;
-            auto scaled = [&](int s, decltype(q1) q) {
-              return hn::Mul(hn::Set(df, d * static_cast<float>(sc[s])), hn::ConvertTo(df, q));
-            };
-            fn(e, scaled(is, q1));
-            fn(e + 32, scaled(is + 2, q2));
-            fn(e + 64, scaled(is + 4, q3));
-            fn(e + 96, scaled(is + 6, q4));
+            for (int q = 0; q < R; ++q) w[q] = hn::Mul(hn::Set(df, sd[q][0]), hn::ConvertTo(df, q1[q]));
+            fn(e, w);
+            for (int q = 0; q < R; ++q) w[q] = hn::Mul(hn::Set(df, sd[q][1]), hn::ConvertTo(df, q2[q]));
+            fn(e + 32, w);
+            for (int q = 0; q < R; ++q) w[q] = hn::Mul(hn::Set(df, sd[q][2]), hn::ConvertTo(df, q3[q]));
+            fn(e + 64, w);
+            for (int q = 0; q < R; ++q) w[q] = hn::Mul(hn::Set(df, sd[q][3]), hn::ConvertTo(df, q4[q]));
+            fn(e + 96, w);
           }
         }
       }
@@ -175,26 +213,45 @@ inline float element_at(GgmlType t, const uint8_t* row, int64_t i) {
 
 void DequantizeRow(GgmlType t, const uint8_t* row, float* dst, int64_t n) {
   const DF df;
-  const int64_t done = DecodeRow(t, row, n, [&](int64_t i, VF w) { hn::StoreU(w, df, dst + i); });
+  const uint8_t* rows[1] = {row};
+  const int64_t done = DecodeRows<1>(t, rows, n, [&](int64_t i, const VF* w) { hn::StoreU(w[0], df, dst + i); });
   for (int64_t i = done; i < n; ++i) dst[i] = element_at(t, row, i);
 }
 
 // y[t * y_stride] = row · x_t for NT activation rows, decoding the weight row
 // once. One accumulator per output, elements in DecodeRow order.
-template <int NT>
-HWY_INLINE void DotRow(GgmlType t, const uint8_t* row, const float* x, int64_t xs, int64_t n, float* y,
-                       int64_t y_stride) {
+// y[k * y_stride + q] = row_q · x_k for R weight rows decoded in step and NT
+// activation rows: R * NT independent multiply-add chains, elements in
+// DecodeRows order.
+template <int R, int NT>
+HWY_INLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x, int64_t xs, int64_t n, float* y,
+                        int64_t y_stride) {
   const DF df;
-  VF acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = hn::Zero(df);
-  const int64_t done = DecodeRow(t, row, n, [&](int64_t i, VF w) {
-    for (int k = 0; k < NT; ++k) acc[k] = hn::MulAdd(w, hn::LoadU(df, x + k * xs + i), acc[k]);
+  VF acc[R * NT];
+  for (int a = 0; a < R * NT; ++a) acc[a] = hn::Zero(df);
+  const int64_t done = DecodeRows<R>(t, rows, n, [&](int64_t i, const VF* w) {
+    for (int k = 0; k < NT; ++k) {
+      const VF xv = hn::LoadU(df, x + k * xs + i);
+      for (int q = 0; q < R; ++q) acc[q * NT + k] = hn::MulAdd(w[q], xv, acc[q * NT + k]);
+    }
   });
-  for (int k = 0; k < NT; ++k) {
-    float s = hn::GetLane(hn::SumOfLanes(df, acc[k]));
-    for (int64_t i = done; i < n; ++i) s += element_at(t, row, i) * x[k * xs + i];
-    y[k * y_stride] = s;
-  }
+  for (int q = 0; q < R; ++q)
+    for (int k = 0; k < NT; ++k) {
+      float s = hn::GetLane(hn::SumOfLanes(df, acc[q * NT + k]));
+      for (int64_t i = done; i < n; ++i) s += element_at(t, rows[q], i) * x[k * xs + i];
+      y[k * y_stride + q] = s;
+    }
+}
+
+template <int R>
+HWY_INLINE void DotRowsN(GgmlType t, const uint8_t* const* rows, const float* x, int64_t cols, int n, float* y,
+                         int64_t y_stride) {
+  if (n == 1)
+    DotRows<R, 1>(t, rows, x, cols, cols, y, y_stride);
+  else if (n == 2)
+    DotRows<R, 2>(t, rows, x, cols, cols, y, y_stride);
+  else
+    DotRows<R, 3>(t, rows, x, cols, cols, y, y_stride);
 }
 
 // out[k * y_stride + r] = w_r · x_k for NR float weight rows and NT activation
@@ -257,15 +314,15 @@ void MatmulRows(const TensorView& w, const float* x, int n, float* y, int64_t r0
     return;
   }
   if (n < 4) {
-    // Decode: each weight row is decoded in registers and used at once.
-    for (int64_t r = r0; r < r1; ++r) {
-      const uint8_t* row = w.row(r);
-      if (n == 1)
-        DotRow<1>(w.type, row, x, cols, cols, y + r, rows);
-      else if (n == 2)
-        DotRow<2>(w.type, row, x, cols, cols, y + r, rows);
-      else
-        DotRow<3>(w.type, row, x, cols, cols, y + r, rows);
+    // Decode: four weight rows at a time are decoded in registers and used at once.
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+      const uint8_t* rs[4] = {w.row(r), w.row(r + 1), w.row(r + 2), w.row(r + 3)};
+      DotRowsN<4>(w.type, rs, x, cols, n, y + r, rows);
+    }
+    for (; r < r1; ++r) {
+      const uint8_t* rs[1] = {w.row(r)};
+      DotRowsN<1>(w.type, rs, x, cols, n, y + r, rows);
     }
     return;
   }
