@@ -50,8 +50,8 @@ void BM_Matmul(benchmark::State& st) {
 }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
-  for (int t : {0, 1, 30, 8, 2})  // F32, F16, BF16, Q8_0, Q4_0
-    for (auto shape : {std::pair{512, 64}, std::pair{2048, 2048}})
+  for (int t : {0, 1, 30, 8, 2, 12, 13, 14})  // F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
+    for (auto shape : {std::pair{512, 256}, std::pair{2048, 2048}})
       for (int n : {1, 16}) b->Args({t, shape.first, shape.second, n});
 }
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
@@ -70,13 +70,36 @@ void BM_AttentionScores(benchmark::State& st) {
 }
 BENCHMARK(BM_AttentionScores)->Args({8, 512})->Args({64, 512})->Args({128, 4096});
 
+// The engine's fused kernel: online softmax over 16-key blocks, GQA group of g.
+void BM_AttentionFused(benchmark::State& st) {
+  const int hd = static_cast<int>(st.range(0)), keys = static_cast<int>(st.range(1)), g = static_cast<int>(st.range(2));
+  const int stride = hd * 4;
+  const auto q = random_floats(static_cast<size_t>(hd * g));
+  const auto k = random_floats(static_cast<size_t>(stride * keys), 3);
+  const auto v = random_floats(static_cast<size_t>(stride * keys), 5);
+  std::vector<float> m(g), l(g), acc(static_cast<size_t>(g * hd)), out(acc.size()), scratch(static_cast<size_t>(g * 16));
+  for (auto _ : st) {
+    ss::attn_online_init(g, hd, m.data(), l.data(), acc.data());
+    for (int r = 0; r < keys; r += 16)
+      ss::attn_online_update(q.data(), g, k.data() + static_cast<size_t>(r) * stride,
+                             v.data() + static_cast<size_t>(r) * stride, stride, std::min(16, keys - r), hd, 0.125f,
+                             m.data(), l.data(), acc.data(), scratch.data());
+    ss::attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.counters["key-heads/s"] =
+      benchmark::Counter(static_cast<double>(keys) * g * st.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AttentionFused)->Args({8, 512, 2})->Args({64, 512, 8})->Args({128, 4096, 4});
+
 void BM_RmsNorm(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
-  auto x = random_floats(static_cast<size_t>(n));
+  const auto x = random_floats(static_cast<size_t>(n));
   const auto w = random_floats(static_cast<size_t>(n), 4);
+  std::vector<float> out(static_cast<size_t>(n));
   for (auto _ : st) {
-    ss::rms_norm(x.data(), w.data(), n, 1e-5f, x.data());
-    benchmark::DoNotOptimize(x.data());
+    ss::rms_norm(x.data(), w.data(), n, 1e-5f, out.data());
+    benchmark::DoNotOptimize(out.data());
   }
   st.counters["GB/s"] = benchmark::Counter(8.0 * n * st.iterations(), benchmark::Counter::kIsRate);
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "ops/bandwidth.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
 #include "util/rss.h"
@@ -60,6 +61,13 @@ BenchCommand::BenchCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   sub_->add_option("--compare", compare_, "baseline policy to compare per-token time against (e.g. recompute:512)");
+  sub_->add_option("--batch", batch_,
+                   "batched decode: sequence counts decoding together, e.g. 1,16,64 (aggregate tok/s vs the first)");
+  sub_->add_option("--batch-context", batch_context_, "tokens each batched sequence holds before timing")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  sub_->add_flag("--bandwidth", bandwidth_,
+                 "probe memory read bandwidth and report decode as a share of bandwidth / weight bytes per token");
   sub_->add_option("--seed", seed_, "seed of the random token stream")->capture_default_str();
   sub_->add_flag("--json", json_, "print results as JSON");
 }
@@ -166,6 +174,74 @@ int BenchCommand::run() {
                   engine.pool().used_blocks());
   }
   engine.free_sequence(id);
+
+  if (!batch_.empty()) {
+    auto counts = parse_list(batch_);
+    if (!counts.ok()) return fail(counts.error().message);
+    const int64_t most = *std::max_element(counts->begin(), counts->end());
+    EngineOptions be = eo;
+    be.kv_blocks = static_cast<int>(most) * blocks_needed(policy, batch_context_ + samples_, be.block_tokens,
+                                                          be.max_chunk) + 2;
+    Engine batched(model, be);
+    double base = 0;
+    for (int64_t B : counts.value()) {
+      std::vector<SeqId> ids;
+      std::vector<std::vector<int32_t>> prompts, next(static_cast<size_t>(B));
+      for (int64_t b = 0; b < B; ++b) {
+        ids.push_back(batched.create_sequence(policy).value());
+        prompts.push_back(random_tokens(static_cast<size_t>(batch_context_)));
+      }
+      std::vector<BatchItem> items;
+      for (int64_t b = 0; b < B; ++b) items.push_back({ids[b], prompts[b], false});
+      if (auto st = batched.forward(items, logits); !st.ok()) return fail(st.error().message);
+      const int steps = std::max(4, std::min(samples_, 64));
+      const auto t0 = Clock::now();
+      for (int s = 0; s < steps; ++s) {
+        items.clear();
+        for (int64_t b = 0; b < B; ++b) {
+          const auto& lg = logits[static_cast<size_t>(b)];
+          next[b].assign(1, static_cast<int32_t>(std::max_element(lg.begin(), lg.end()) - lg.begin()));
+          items.push_back({ids[b], next[b], false});
+        }
+        if (auto st = batched.forward(items, logits); !st.ok()) return fail(st.error().message);
+      }
+      const double tps = static_cast<double>(B * steps) / (ms_since(t0) / 1000.0);
+      if (base == 0) base = tps;
+      for (SeqId i : ids) batched.free_sequence(i);
+      out["batch"].push_back({{"sequences", B}, {"aggregate_tok_s", tps}, {"vs_first", tps / base}});
+      if (!json_)
+        std::printf("batched decode %4lld sequences (context %d): %10.1f tok/s aggregate (%.2fx the first)\n",
+                    static_cast<long long>(B), batch_context_, tps, tps / base);
+    }
+  }
+
+  if (bandwidth_) {
+    // Weight bytes one decode step reads: every matrix once, one embedding row.
+    auto bytes_of = [](const TensorView& t) {
+      return t.empty() ? 0.0 : static_cast<double>(row_bytes(t.type, t.ne0)) * static_cast<double>(t.ne1);
+    };
+    const Model& m = *model;
+    double bytes = bytes_of(m.output) + static_cast<double>(row_bytes(m.tok_embd.type, m.tok_embd.ne0));
+    for (const auto& L : m.layers)
+      bytes += bytes_of(L.wq) + bytes_of(L.wk) + bytes_of(L.wv) + bytes_of(L.wo) + bytes_of(L.w_gate) +
+               bytes_of(L.w_up) + bytes_of(L.w_down);
+    ThreadPool probe_pool(model_.threads);
+    const double bw = measure_read_bandwidth(probe_pool, std::max<size_t>(size_t{1} << 30, 2 * bytes));
+    const double ceiling = bw / bytes;
+    const double measured = samples.empty() ? 0 : samples.front().tok_s;
+    out["bandwidth"] = {{"read_bytes_per_s", bw},
+                        {"weight_bytes_per_token", bytes},
+                        {"ceiling_tok_s", ceiling},
+                        {"decode_tok_s", measured},
+                        {"share_of_ceiling", measured / ceiling}};
+    if (!json_)
+      std::printf(
+          "bandwidth: read %.2f GB/s (%d threads); weights %.1f MiB per token -> ceiling %.2f tok/s; decode at "
+          "position %lld: %.2f tok/s = %.0f%% of the ceiling\n",
+          bw / 1e9, model_.threads, bytes / 1048576.0, ceiling,
+          samples.empty() ? 0LL : static_cast<long long>(samples.front().position), measured,
+          100.0 * measured / ceiling);
+  }
 
   if (!compare_.empty()) {
     auto base = KvPolicy::parse(compare_, model->config.trained_context);

@@ -2,13 +2,28 @@
 
 #include <cmath>
 
+#include "ops/matmul.h"
+
 namespace ss {
-void rms_norm(const float* x, const float* weight, int n, float eps, float* out) {
-  float ss = 0.0f;
-  for (int i = 0; i < n; ++i) ss += x[i] * x[i];
-  ss /= static_cast<float>(n);
-  ss += eps;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define SS_NORM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SS_NORM_CLONES
+#endif
+
+SS_NORM_CLONES void rms_norm(const float* x, const float* weight, int n, float eps, float* out) {
+  // dot_f32's eight partial sums vectorise without reassociating freely.
+  const float ss = dot_f32(x, x, n) / static_cast<float>(n) + eps;
   const float scale = 1.0f / std::sqrt(ss);
   for (int i = 0; i < n; ++i) out[i] = weight[i] * (scale * x[i]);
 }
+
+void rms_norm_scalar(const float* x, const float* weight, int n, float eps, float* out) {
+  double ss = 0;
+  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const double scale = 1.0 / std::sqrt(ss / n + eps);
+  for (int i = 0; i < n; ++i) out[i] = static_cast<float>(weight[i] * (scale * x[i]));
+}
+
 }  // namespace ss

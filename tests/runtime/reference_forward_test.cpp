@@ -60,6 +60,22 @@ TEST(ReferenceForward, LlamaAllWeightTypes) {
   }
 }
 
+TEST(ReferenceForward, LlamaKQuants) {
+  // K-quant rows hold whole 256-element super-blocks.
+  for (GgmlType t : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    test::TinySpec s;
+    s.wtype = t;
+    s.dim = 256;
+    s.hidden = 512;
+    s.heads = 8;
+    s.kv_heads = 2;
+    s.layers = 1;
+    s.weight_std = 0.3f * std::sqrt(32.0f / 256.0f);  // the 32-wide models' activation scale
+    check(s, KvPolicy::dense(), 1e-4);
+    check(s, KvPolicy::sinks_window(2, 9), 1e-4);
+  }
+}
+
 TEST(ReferenceForward, Qwen2WithBiasAndNeoxRope) {
   test::TinySpec s;
   s.arch = "qwen2";

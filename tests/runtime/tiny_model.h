@@ -20,6 +20,7 @@ struct TinySpec {
   GgmlType wtype = GgmlType::F32;
   bool tied = false;
   uint32_t seed = 1;
+  float weight_std = 0.3f;  // scale with 1/sqrt(dim) to keep activations comparable across sizes
 };
 
 // gpt2-style vocab: 256 byte symbols, a few merges, then filler tokens.
@@ -55,7 +56,7 @@ inline void write_gpt2_vocab(GgufWriter& w, int vocab) {
 
 inline std::string write_tiny_model(const TinySpec& s, const std::string& name) {
   std::mt19937 rng(s.seed);
-  std::normal_distribution<float> nd(0.0f, 0.3f);
+  std::normal_distribution<float> nd(0.0f, s.weight_std);
   auto rnd = [&](size_t n) {
     std::vector<float> v(n);
     for (auto& x : v) x = nd(rng);

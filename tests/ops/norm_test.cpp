@@ -1,0 +1,28 @@
+// RMSNorm against its double-precision scalar twin at odd sizes, in place too.
+#include "ops/norm.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+namespace ss {
+namespace {
+
+TEST(RmsNorm, MatchesScalarTwinAtOddSizes) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0, 2);
+  for (int n : {1, 3, 7, 8, 9, 15, 17, 64, 100, 288, 2049}) {
+    std::vector<float> x(n), w(n), a(n), b(n);
+    for (auto& v : x) v = nd(rng);
+    for (auto& v : w) v = 1 + 0.1f * nd(rng);
+    rms_norm(x.data(), w.data(), n, 1e-5f, a.data());
+    rms_norm_scalar(x.data(), w.data(), n, 1e-5f, b.data());
+    for (int i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 1e-5f * (1 + std::fabs(b[i]))) << "n=" << n << " i=" << i;
+    rms_norm(x.data(), w.data(), n, 1e-5f, x.data());  // in place
+    for (int i = 0; i < n; ++i) ASSERT_EQ(x[i], a[i]);
+  }
+}
+
+}  // namespace
+}  // namespace ss
