@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 
+#include "server/request_parse.h"
 #include "server/web_page.h"
 
 namespace ss {
@@ -42,54 +43,6 @@ std::string new_id(const char* prefix) {
 
 int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Fields shared by both completion endpoints; returns an error message or "".
-std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream) {
-  auto num = [&](const char* k, double lo, double hi, double& out) -> std::string {
-    if (!j.contains(k) || j[k].is_null()) return "";
-    if (!j[k].is_number()) return std::string("'") + k + "' must be a number";
-    out = j[k].get<double>();
-    if (!(out >= lo && out <= hi)) return std::string("'") + k + "' is out of range";
-    return "";
-  };
-  double temp = 1.0, top_p = 1.0;
-  if (auto e = num("temperature", 0, 2, temp); !e.empty()) return e;
-  if (auto e = num("top_p", 0, 1, top_p); !e.empty()) return e;
-  if (top_p <= 0) return "'top_p' must be > 0";
-  r.sampling.temperature = static_cast<float>(temp);
-  r.sampling.top_p = static_cast<float>(top_p);
-  r.sampling.top_k = 0;
-  r.sampling.min_p = 0;
-  r.sampling.seed = std::random_device{}();
-  if (j.contains("seed") && !j["seed"].is_null()) {
-    if (!j["seed"].is_number_integer()) return "'seed' must be an integer";
-    r.sampling.seed = static_cast<uint64_t>(j["seed"].get<int64_t>());
-  }
-  if (j.contains("max_tokens") && !j["max_tokens"].is_null()) {
-    if (!j["max_tokens"].is_number_integer()) return "'max_tokens' must be an integer";
-    r.max_tokens = j["max_tokens"].get<int64_t>();
-    if (r.max_tokens < 0) return "'max_tokens' must be >= 0";
-  }
-  if (max_tokens_limit > 0 && (r.max_tokens < 0 || r.max_tokens > max_tokens_limit)) r.max_tokens = max_tokens_limit;
-  if (j.contains("stop") && !j["stop"].is_null()) {
-    if (j["stop"].is_string())
-      r.stop.push_back(j["stop"].get<std::string>());
-    else if (j["stop"].is_array() && j["stop"].size() <= 4) {
-      for (const auto& s : j["stop"]) {
-        if (!s.is_string()) return "'stop' must be a string or an array of strings";
-        r.stop.push_back(s.get<std::string>());
-      }
-    } else {
-      return "'stop' must be a string or an array of up to 4 strings";
-    }
-  }
-  stream = false;
-  if (j.contains("stream") && !j["stream"].is_null()) {
-    if (!j["stream"].is_boolean()) return "'stream' must be a boolean";
-    stream = j["stream"].get<bool>();
-  }
-  return "";
 }
 
 }  // namespace
@@ -228,16 +181,16 @@ void HttpServer::routes() {
 
   auto completion = [this](bool chat) {
     return [this, chat](const httplib::Request& req, httplib::Response& res) {
-      const json j = json::parse(req.body, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return send_error(res, 400, "request body is not a JSON object");
+      CompletionRequest cr;
+      RequestError perr;
+      if (!parse_completion_body(req.body, chat, opts_.max_tokens_limit, cr, perr))
+        return send_error(res, 400, perr.message, perr.param);
       auto gr = std::make_shared<GenerationRequest>();
-      bool stream = false;
-      if (auto e = parse_common(j, *gr, opts_.max_tokens_limit, stream); !e.empty()) return send_error(res, 400, e);
-      std::string sid = req.get_header_value("X-Session-Id");
-      if (j.contains("session_id") && !j["session_id"].is_null()) {
-        if (!j["session_id"].is_string()) return send_error(res, 400, "'session_id' must be a string", "session_id");
-        sid = j["session_id"].get<std::string>();
-      }
+      gr->sampling = cr.sampling;
+      gr->max_tokens = cr.max_tokens;
+      gr->stop = cr.stop;
+      const bool stream = cr.stream;
+      std::string sid = cr.session_id.empty() ? req.get_header_value("X-Session-Id") : cr.session_id;
       if (!sid.empty() && !valid_session_id(sid))
         return send_error(res, 400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id");
       gr->session_id = sid;
@@ -245,18 +198,7 @@ void HttpServer::routes() {
       const Tokenizer& tok = sched_.tokenizer();
       const auto& vocab = sched_.model().vocab;
       if (chat) {
-        if (!j.contains("messages") || !j["messages"].is_array() || j["messages"].empty())
-          return send_error(res, 400, "'messages' must be a non-empty array", "messages");
-        std::vector<ChatMessage> msgs;
-        for (const auto& m : j["messages"]) {
-          if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-              !m["content"].is_string())
-            return send_error(res, 400, "each message needs string 'role' and 'content'", "messages");
-          const std::string role = m["role"].get<std::string>();
-          if (role != "system" && role != "user" && role != "assistant")
-            return send_error(res, 400, "unknown role '" + role + "'", "messages");
-          msgs.push_back({role, m["content"].get<std::string>()});
-        }
+        std::vector<ChatMessage> msgs = std::move(cr.messages);
         // A session's cache already holds the conversation up to our last
         // reply: only the messages after the last assistant message are new.
         if (!first_turn) {
@@ -271,9 +213,7 @@ void HttpServer::routes() {
         const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
         gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
       } else {
-        if (!j.contains("prompt") || !j["prompt"].is_string())
-          return send_error(res, 400, "'prompt' must be a string", "prompt");
-        gr->tokens = tok.encode(j["prompt"].get<std::string>(), first_turn && vocab.add_bos);
+        gr->tokens = tok.encode(cr.prompt, first_turn && vocab.add_bos);
       }
       if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
         return send_error(res, 400,

@@ -1,0 +1,33 @@
+#pragma once
+// Parsing of completion request bodies (untrusted bytes from the network),
+// apart from the HTTP plumbing so it can be fuzzed and tested alone.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sample/sampler.h"
+#include "server/chat_template.h"
+
+namespace ss {
+
+struct CompletionRequest {
+  bool chat = false;
+  std::vector<ChatMessage> messages;  // chat
+  std::string prompt;                 // completions
+  SamplingParams sampling;
+  int64_t max_tokens = -1;
+  std::vector<std::string> stop;
+  bool stream = false;
+  std::string session_id;  // from the body; empty if absent
+};
+
+struct RequestError {
+  std::string message;
+  std::string param;  // the offending field, if one
+};
+
+// Either fills `out` and returns true, or fills `err` (always a 400).
+bool parse_completion_body(const std::string& body, bool chat, int64_t max_tokens_limit, CompletionRequest& out,
+                           RequestError& err);
+
+}  // namespace ss
