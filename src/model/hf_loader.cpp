@@ -21,6 +21,8 @@ double jnum(const json& j, const std::string& key, double def) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : def;
 }
 
+}  // namespace
+
 // Parses tokenizer.json (HF tokenizers): BPE models with either a metaspace
 // normaliser (SentencePiece-like, rank merges) or a ByteLevel pre-tokenizer.
 Status load_tokenizer_json(const std::string& path, int32_t n_vocab, Vocab& v) {
@@ -100,7 +102,6 @@ Status load_tokenizer_json(const std::string& path, int32_t n_vocab, Vocab& v) {
   return ok_status();
 }
 
-}  // namespace
 
 Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   const std::string cfg_path = dir + "/config.json";

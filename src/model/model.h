@@ -46,6 +46,8 @@ Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const
 Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir);
 // A llama2.c tokenizer.bin on its own (vocab_size -1: all entries in the file).
 Result<Vocab> load_llama2c_vocab(const std::string& path, int32_t vocab_size);
+// An HF tokenizer.json into v; ids must lie below n_vocab (the model's vocabulary size).
+Status load_tokenizer_json(const std::string& path, int32_t n_vocab, Vocab& v);
 
 // Checks that every tensor has the shape the config implies.
 Status validate_model(const Model& m);

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan+UBSan) and runs each for a
+# bounded time (FUZZ_SECONDS, default 60) from seed corpora: fuzz/seeds plus
+# real files from ../shared/models (copied into a temp corpus, never into the
+# repo). A crash fails the run and leaves its input in $FUZZ_OUT (default
+# build/fuzz/out): add it to fuzz/regressions/<target>/ with the fix, and every
+# build's ctest replays it from then on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs="${FUZZ_SECONDS:-60}"
+shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
+out="${FUZZ_OUT:-build/fuzz/out}"
+targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body)
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
+rm -rf "$out" && mkdir -p "$out"
+sep=$'\n--8<--\n'
+m="$shared/models"
+for t in "${targets[@]}"; do
+  c="$out/corpus-$t"
+  mkdir -p "$c"
+  cp fuzz/seeds/"$t"/* "$c"/ 2>/dev/null || true
+  case "$t" in
+    gguf) cp "$m/stories260K/stories260K.gguf" "$c/" ;;
+    llama2c) { cat "$m/stories260K/stories260K.bin"; printf '%s' "$sep"; cat "$m/stories260K/tok512.bin"; } >"$c/stories260K" ;;
+    safetensors)
+      { cat "$m/tinystories-656k/config.json"; printf '%s' "$sep"; cat "$m/tinystories-656k/model.safetensors";
+        printf '%s' "$sep"; cat "$m/tinystories-656k/tokenizer.json"; } >"$c/tinystories656k" ;;
+    tokenizer_json) cp "$m/tinystories-656k/tokenizer.json" "$c/" ;;
+    tokenizer_codec) head -c 4000 "$shared/data/"*.txt 2>/dev/null | sed 's/^/\x00/' >"$c/text" || true ;;
+  esac
+done
+fail=0
+for t in "${targets[@]}"; do
+  log="$out/$t.log"
+  set +e
+  SINKSTREAM_SHARED="$shared" ./build/fuzz/fuzz/fuzz_"$t" "$out/corpus-$t" -max_total_time="$secs" \
+    -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$out/$t-" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
+  if (( rc != 0 )); then
+    echo "fuzz $t: FAILED (rc $rc) after ${execs:-?} executions; input: $(ls "$out/$t-"* 2>/dev/null | head -1)"
+    grep -E 'ERROR|SUMMARY' "$log" | head -5
+    fail=1
+  else
+    echo "fuzz $t: ${execs:-?} executions in ${secs}s, no crash"
+  fi
+done
+exit $fail
