@@ -29,7 +29,7 @@ void send_error(httplib::Response& res, int status, const std::string& msg, cons
                            : status >= 500 ? "server_error"
                                            : "invalid_request_error";
   res.status = status;
-  if (status == 429) res.set_header("Retry-After", "1");
+  if (status == 429 || status == 503) res.set_header("Retry-After", "1");
   res.set_content(error_body(msg, type, param).dump(), "application/json");
 }
 
@@ -249,9 +249,17 @@ void HttpServer::routes() {
                      {"choices", json::array({choice})},
                      {"usage", usage()}};
         if (!sid.empty()) body["session_id"] = sid;
+        if (!gr->persist_error.empty()) {
+          body["warning"] = gr->persist_error;
+          res.set_header("X-Sinkstream-Warning", gr->persist_error);
+        }
         res.set_content(body.dump(), "application/json");
         return;
       }
+      // A stream starts only once the request runs, so a refusal (full KV
+      // cache, queue) is still an HTTP status, not an event in a 200 stream.
+      if (!gr->wait_admitted() && gr->finish_reason == "error")
+        return send_error(res, gr->error_status ? gr->error_status : 500, gr->error);
       res.set_header("Cache-Control", "no-cache");
       if (!sid.empty()) res.set_header("X-Session-Id", sid);
       auto sent_role = std::make_shared<bool>(false);
@@ -270,6 +278,7 @@ void HttpServer::routes() {
                         {"model", model},
                         {"choices", json::array({choice})}};
               if (with_usage) j["usage"] = usage();
+              if (with_usage && !gr->persist_error.empty()) j["warning"] = gr->persist_error;
               if (!sid.empty()) j["session_id"] = sid;
               const std::string line = "data: " + j.dump() + "\n\n";
               return sink.write(line.data(), line.size());

@@ -28,6 +28,12 @@ std::string GenerationRequest::take(bool& done, std::chrono::milliseconds timeou
   return out;
 }
 
+bool GenerationRequest::wait_admitted() {
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return admitted || finished; });
+  return admitted;
+}
+
 Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions& opts)
     : model_(model), opts_(opts), tokenizer_(model->vocab), engine_(model, [&] {
         EngineOptions eo;
@@ -159,8 +165,8 @@ void Scheduler::refresh_info(const std::string& id, Session& s) {
   }
 }
 
-void Scheduler::persist(const std::string& id, Session& s) {
-  if (opts_.state_dir.empty()) return;
+Status Scheduler::persist(const std::string& id, Session& s) {
+  if (opts_.state_dir.empty()) return ok_status();
   SessionRecord r;
   r.id = id;
   r.state = engine_.export_sequence(s.seq);
@@ -173,7 +179,9 @@ void Scheduler::persist(const std::string& id, Session& s) {
                  st.error().message.c_str());
     std::lock_guard<std::mutex> lock(mu_);
     ++metrics_.persist_errors;
+    return st;
   }
+  return ok_status();
 }
 
 void Scheduler::restore_sessions() {
@@ -283,13 +291,20 @@ void Scheduler::admit() {
       }
     }
     // Every live sequence may need its full block budget: admit only what fits.
-    int live = static_cast<int>(sessions_.size());
+    const int sessions_held = static_cast<int>(sessions_.size());
+    int live = sessions_held;
     for (const auto& x : active_) live += x.session ? 0 : 1;
     if (new_seq && (live + 1) * per > engine_.pool().total_blocks()) {
       if (live == 0) {
         finish(a, "error", "KV pool too small for one sequence", 503);
+      } else if ((sessions_held + 1) * per > engine_.pool().total_blocks()) {
+        // Sessions keep their blocks until deleted: waiting would not help.
+        finish(a, "error",
+               "KV cache full: " + std::to_string(sessions_held) +
+                   " sessions hold its blocks; delete a session (DELETE /v1/sessions/{id}) or retry later",
+               503);
       } else {
-        keep.push_back(req);  // waits for a running request to finish
+        keep.push_back(req);  // waits for a running one-off request to finish
       }
       continue;
     }
@@ -332,6 +347,11 @@ void Scheduler::admit() {
     a.detok.emplace(tokenizer_);
     a.history.assign(a.feed.end() - std::min<ptrdiff_t>(static_cast<ptrdiff_t>(a.feed.size()), 64), a.feed.end());
     try_share_sinks(a);
+    {
+      std::lock_guard<std::mutex> lk(a.req->mu);
+      a.req->admitted = true;
+    }
+    a.req->cv.notify_all();
     active_.push_back(std::move(a));
   }
   if (!keep.empty()) {
@@ -351,7 +371,10 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
     s.turns += 1;
     s.tokens_in += a.req->prompt_tokens;
     s.tokens_out += a.req->completion_tokens;
-    persist(a.req->session_id, s);
+    if (auto st = persist(a.req->session_id, s); !st.ok()) {
+      std::lock_guard<std::mutex> lk(a.req->mu);
+      a.req->persist_error = "session '" + a.req->session_id + "' was not saved: " + st.error().message;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     refresh_info(a.req->session_id, s);
   } else if (a.seq >= 0) {

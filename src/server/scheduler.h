@@ -51,11 +51,15 @@ struct GenerationRequest {
   std::string finish_reason;  // stop | length | cancelled | error
   std::string error;
   int error_status = 0;
+  std::string persist_error;  // the turn was served but its session could not be saved
+  bool admitted = false;      // joined the running batch (streams start only then)
   int64_t prompt_tokens = 0, completion_tokens = 0;
   std::atomic<bool> cancelled{false};
 
   // Waits until text is available or the request finished; returns the text.
   std::string take(bool& done, std::chrono::milliseconds timeout);
+  // Waits until the request runs or has finished (e.g. refused); true if it runs.
+  bool wait_admitted();
 };
 
 struct SessionInfo {
@@ -131,7 +135,7 @@ class Scheduler {
   void step();
   void finish(Active& a, const std::string& reason, const std::string& error = {}, int status = 0);
   void refresh_info(const std::string& id, Session& s);
-  void persist(const std::string& id, Session& s);
+  Status persist(const std::string& id, Session& s);
   void restore_sessions();
   void try_share_sinks(Active& a);
   void register_sinks(Active& a);

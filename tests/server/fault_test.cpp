@@ -1,0 +1,255 @@
+// Fault tests for the server: the KV pool running out, a state directory that
+// cannot be written or is full, and kill -9 of a real `sinkstream serve`
+// process mid-stream followed by a restart (with a torn state file).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime_helpers.h"
+#include "server_fixture.h"
+
+namespace ss {
+namespace {
+
+using nlohmann::json;
+
+json chat_turn(const std::string& msg, int max_tokens, const std::string& session) {
+  return {{"messages", {{{"role", "user"}, {"content", msg}}}},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"session_id", session}};
+}
+
+std::string reply(const json& r) {
+  if (!r.contains("choices")) return "<error: " + r.dump() + ">";
+  return r["choices"][0]["message"]["content"].get<std::string>();
+}
+
+// A streaming chat turn that counts content chunks; stop() hangs up early.
+struct Streamer {
+  std::atomic<int> chunks{0};
+  std::atomic<bool> finished{false};
+  int status = 0;
+  std::string raw;
+  std::thread th;
+  void start(int port, const json& body, int hang_up_after = -1) {
+    th = std::thread([this, port, body, hang_up_after] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(60, 0);
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/chat/completions";
+      json b = body;
+      b["stream"] = true;
+      req.body = b.dump();
+      req.set_header("Content-Type", "application/json");
+      req.response_handler = [this](const httplib::Response& r) {
+        status = r.status;
+        return true;
+      };
+      req.content_receiver = [this, hang_up_after](const char* d, size_t n, uint64_t, uint64_t) {
+        raw.append(d, n);
+        if (std::string(d, n).find("\"content\"") != std::string::npos) ++chunks;
+        return hang_up_after < 0 || chunks < hang_up_after;
+      };
+      (void)c.send(req);
+      finished = true;
+    });
+  }
+  void join() {
+    if (th.joinable()) th.join();
+  }
+};
+
+TEST(Fault, KvPoolExhaustedRefusesNewRequestsWhileRunningStreamsContinue) {
+  // Room for exactly two sequences (sinks:4:60, chunk 16, 16-token blocks: 1 + 5 blocks each).
+  SchedulerOptions so = test::default_sched();
+  const int per = blocks_needed(so.policy, 0, 16, so.max_chunk);
+  so.kv_blocks = 2 * per;
+  test::TestServer srv(test::stories_gguf(), so);
+  auto c = srv.client();
+  int status = 0;
+  test::post(c, "/v1/chat/completions", chat_turn("Hello.", 4, "a"), &status);
+  ASSERT_EQ(status, 200);
+  test::post(c, "/v1/chat/completions", chat_turn("Hi.", 4, "b"), &status);
+  ASSERT_EQ(status, 200);
+
+  Streamer running;
+  running.start(srv.port, chat_turn("Tell me a long story.", 300, "a"));
+  while (running.chunks < 3 && !running.finished) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Both a new session and a one-off request are refused at once, with
+  // Retry-After, streaming or not.
+  auto r = c.Post("/v1/chat/completions", chat_turn("New here.", 4, "c").dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503) << r->body;
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  EXPECT_NE(r->body.find("KV cache full"), std::string::npos) << r->body;
+  json oneoff = {{"prompt", "Once"}, {"max_tokens", 4}, {"stream", true}};
+  r = c.Post("/v1/completions", oneoff.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503) << r->body;
+  running.join();
+  EXPECT_EQ(running.status, 200);
+  // The running stream finished its whole budget.
+  const auto at = running.raw.rfind("\"completion_tokens\":");
+  ASSERT_NE(at, std::string::npos) << running.raw.substr(0, 300);
+  EXPECT_EQ(std::stoi(running.raw.substr(at + 20)), 300);
+  // Freeing a session makes room again.
+  ASSERT_EQ(c.Delete("/v1/sessions/b")->status, 200);
+  test::post(c, "/v1/chat/completions", chat_turn("New here.", 4, "c"), &status);
+  EXPECT_EQ(status, 200);
+}
+
+TEST(Fault, StateDirNotWritableOrFullIsReportedAndServingContinues) {
+  // Not writable: the state "directory" is a regular file.
+  const std::string not_dir = test::temp_path("state_is_a_file");
+  std::ofstream(not_dir) << "x";
+  {
+    test::TestServer srv(test::stories_gguf(), test::default_sched(not_dir));
+    auto c = srv.client();
+    for (int turn = 0; turn < 2; ++turn) {
+      auto r = c.Post("/v1/chat/completions", chat_turn("Hello.", 6, "s").dump(), "application/json");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 200);  // the answer is served...
+      const json j = json::parse(r->body);
+      EXPECT_EQ(j["usage"]["completion_tokens"], 6);
+      ASSERT_TRUE(j.contains("warning")) << r->body;  // ...and the client is told it was not saved
+      EXPECT_NE(j["warning"].get<std::string>().find("was not saved"), std::string::npos);
+      EXPECT_FALSE(r->get_header_value("X-Sinkstream-Warning").empty());
+    }
+  }
+  std::filesystem::remove(not_dir);
+
+  // Full: the temp file the next save writes is /dev/full (ENOSPC).
+  const std::string dir = test::temp_path("state_full");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("/dev/full", dir + "/s.sskv.tmp");
+  {
+    test::TestServer srv(test::stories_gguf(), test::default_sched(dir));
+    auto c = srv.client();
+    json j = test::post(c, "/v1/chat/completions", chat_turn("Hello.", 6, "s"));
+    ASSERT_TRUE(j.contains("warning")) << j.dump();
+    EXPECT_NE(j["warning"].get<std::string>().find("s.sskv.tmp"), std::string::npos) << j.dump();
+    // The failed write is cleaned up; once the disk has room, saving resumes.
+    j = test::post(c, "/v1/chat/completions", chat_turn("Again.", 6, "s"));
+    EXPECT_FALSE(j.contains("warning")) << j.dump();
+    EXPECT_TRUE(std::filesystem::exists(dir + "/s.sskv"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A real server process, so kill -9 is a real crash.
+struct ServerProcess {
+  pid_t pid = -1;
+  int port = -1;
+  std::string log;
+  ServerProcess(const std::string& state_dir, const std::string& log_path) : log(log_path) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid = fork();
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      FILE* err = std::freopen(log_path.c_str(), "w", stderr);
+      (void)err;
+      close(fds[0]);
+      const std::string model = test::shared("models/stories260K/stories260K.gguf");
+      execl(SS_CLI_BINARY, "sinkstream", "serve", "-m", model.c_str(), "--port", "0", "--state-dir",
+            state_dir.c_str(), "--policy", "sinks:4:60", "--chunk", "16", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    std::string out;
+    char ch;
+    while (read(fds[0], &ch, 1) == 1) {
+      out += ch;
+      if (ch == '\n' && out.rfind("listening on port ", 0) != std::string::npos) break;
+    }
+    close(fds[0]);
+    const auto at = out.rfind("listening on port ");
+    if (at != std::string::npos) port = std::stoi(out.substr(at + 18));
+  }
+  void kill9() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+  }
+  ~ServerProcess() {
+    if (pid > 0) {
+      ::kill(pid, SIGTERM);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60, 0);
+    return c;
+  }
+};
+
+TEST(Fault, KillNineMidStreamThenRestartResumesEverySavedSession) {
+  const std::string dir = test::temp_path("state_kill9");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> ids = {"s0", "s1", "s2"};
+  auto turn_text = [](int t) { return "Tom saw a bird number " + std::to_string(t) + "."; };
+
+  // The reference: the same conversations on a server that never crashes.
+  std::map<std::string, std::vector<std::string>> want;
+  {
+    test::TestServer ref(test::stories_gguf(), test::default_sched());
+    auto c = ref.client();
+    for (const auto& id : ids)
+      for (int t = 0; t < 3; ++t) want[id].push_back(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(t), 12, id))));
+  }
+
+  {
+    ServerProcess p(dir, test::temp_path("kill9_first.log"));
+    ASSERT_GT(p.port, 0);
+    auto c = p.client();
+    for (const auto& id : ids)
+      for (int t = 0; t < 2; ++t)
+        EXPECT_EQ(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(t), 12, id))), want[id][t]);
+    // Turn 2 of s0 is streaming when the process dies.
+    Streamer s;
+    s.start(p.port, chat_turn(turn_text(2), 100000, "s0"));
+    while (s.chunks < 5 && !s.finished) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    p.kill9();
+    s.join();
+    EXPECT_EQ(s.raw.find("[DONE]"), std::string::npos);  // the client saw the stream cut, not a clean end
+  }
+  // Tear s2's newest state file in half, as a crash during a write could.
+  const std::string torn = dir + "/s2.sskv";
+  ASSERT_TRUE(std::filesystem::exists(torn + ".bak"));
+  std::filesystem::resize_file(torn, std::filesystem::file_size(torn) / 2);
+
+  const std::string log2 = test::temp_path("kill9_second.log");
+  ServerProcess p2(dir, log2);
+  ASSERT_GT(p2.port, 0);
+  auto c = p2.client();
+  // Every saved session is back: s0 and s1 at their last completed turn, s2
+  // from its last good copy (one turn back), and the log says so.
+  EXPECT_EQ(json::parse(c.Get("/v1/sessions/s0")->body)["turns"], 2);
+  EXPECT_EQ(json::parse(c.Get("/v1/sessions/s1")->body)["turns"], 2);
+  EXPECT_EQ(json::parse(c.Get("/v1/sessions/s2")->body)["turns"], 1);
+  const std::string startup = test::read_file(log2);
+  EXPECT_NE(startup.find("s2"), std::string::npos) << startup;
+  // They continue exactly as if nothing had happened: s0 retries its cut
+  // turn, s2 redoes the turn its torn file lost.
+  EXPECT_EQ(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(2), 12, "s0"))), want["s0"][2]);
+  EXPECT_EQ(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(2), 12, "s1"))), want["s1"][2]);
+  EXPECT_EQ(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(1), 12, "s2"))), want["s2"][1]);
+  EXPECT_EQ(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(2), 12, "s2"))), want["s2"][2]);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace ss
