@@ -84,6 +84,7 @@ int ServeCommand::run() {
   sopts.max_chunk = policy_.chunk;
   sopts.max_batch = max_batch_;
   sopts.max_queue = max_queue_;
+  so.http_threads = max_batch_ + max_queue_ + 8;
   sopts.max_sessions = max_sessions_;
   sopts.state_dir = state_dir_;
   Scheduler sched(model, sopts);

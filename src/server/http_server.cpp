@@ -1,6 +1,8 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -93,14 +95,43 @@ HttpServer::HttpServer(Scheduler& sched, const ServerOptions& opts)
     const std::string& src = sched_.model().source;
     opts_.model_name = src.substr(src.find_last_of('/') + 1);
   }
+  // A streaming response holds its connection's thread for the whole answer:
+  // size the pool for every request the scheduler may run or queue at once
+  // (httplib's default is 8 threads, which would silently serialise clients).
+  const int threads = std::max(8, opts_.http_threads);
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr_->set_keep_alive_max_count(1000);
   routes();
 }
 
 HttpServer::~HttpServer() = default;
 
+namespace {
+// Debian's cpp-httplib is a prebuilt library that listens with a backlog of
+// 5: a burst of new connections (many clients starting at once) then sees
+// resets. listen() again on the bound socket raises the backlog; the socket
+// is found as the listening one bound to our port (httplib exposes no fd).
+void raise_listen_backlog(int port) {
+  for (int fd = 3; fd < 4096; ++fd) {
+    int listening = 0;
+    socklen_t len = sizeof listening;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
+    sockaddr_storage addr{};
+    socklen_t alen = sizeof addr;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
+    int p = -1;
+    if (addr.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+    if (addr.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+    if (p == port) ::listen(fd, 1024);
+  }
+}
+}  // namespace
+
 int HttpServer::bind() {
-  if (opts_.port == 0) return svr_->bind_to_any_port(opts_.host);
-  return svr_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1;
+  const int port =
+      opts_.port == 0 ? svr_->bind_to_any_port(opts_.host) : (svr_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
+  if (port > 0) raise_listen_backlog(port);
+  return port;
 }
 
 bool HttpServer::serve() { return svr_->listen_after_bind(); }

@@ -23,6 +23,7 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   int64_t max_prompt_tokens = 1 << 16;
   int64_t max_tokens_limit = 0;  // 0: no limit (endless until EOS or stop)
+  int http_threads = 64;         // connection threads (streams + queued requests + a margin)
 };
 
 class HttpServer {
