@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Builds sinkstream and runs every test: the Release build, then the
-# Debug + ASan/UBSan build. The 200k-token long run and the full golden-NLL
-# sweeps run in Release only: under ASan they take tens of minutes and cover
-# no code path the other runtime tests do not. Models and golden data come from
-# ../shared or $SINKSTREAM_SHARED.
+# Builds sinkstream and runs every test:
+#  1. Release build: the whole suite (unit, golden, CLI, server, fault, e2e,
+#     fuzz-regression replays).
+#  2. Debug + ASan/UBSan build: the same suite but the 200k-token long run and
+#     the full golden-NLL sweeps (tens of minutes under ASan, no code path the
+#     other runtime tests miss).
+#  3. ThreadSanitizer: scheduler, HTTP server, fault tests, thread pool.
+#  4. libFuzzer: every target for FUZZ_SECONDS (default 60) from seed corpora.
+#  5. Load test: 64 streaming session clients for 60 s against `serve`.
+# Models and golden data come from ../shared or $SINKSTREAM_SHARED. Set
+# SS_SKIP_ASAN / SS_SKIP_TSAN / SS_SKIP_FUZZ / SS_SKIP_LOAD=1 to skip a phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
 bash scripts/install_deps.sh --test
 (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 jobs="$(nproc)"
@@ -16,4 +23,20 @@ if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
   cmake --preset debug-asan >/dev/null
   cmake --build --preset debug-asan -j"$jobs"
   ctest --preset debug-asan -j"$jobs" -E '^(LongRun|GoldenNll)\.'
+fi
+if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan -j"$jobs" --target util_tests server_tests sinkstream
+  # TSan needs a memory layout that high ASLR entropy can break: run without ASLR where allowed.
+  norand=(setarch "$(uname -m)" -R)
+  "${norand[@]}" true 2>/dev/null || norand=()
+  TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/util_tests
+  TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/server_tests
+fi
+if [[ "${SS_SKIP_FUZZ:-0}" != 1 ]]; then
+  FUZZ_SECONDS="${FUZZ_SECONDS:-60}" SINKSTREAM_SHARED="$shared" bash scripts/fuzz.sh
+fi
+if [[ "${SS_SKIP_LOAD:-0}" != 1 ]]; then
+  ./build/release/bench/load_test --server ./build/release/sinkstream \
+    -m "$shared/models/stories260K/stories260K.gguf" --clients 64 --seconds 60
 fi

@@ -5,15 +5,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ops/clones.h"
 #include "ops/matmul.h"
 
 namespace ss {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define SS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define SS_CLONES
-#endif
 
 SS_CLONES void attn_scores(const float* q, const float* k_rows, int stride, int count, int hd, float scale,
                            float* scores) {

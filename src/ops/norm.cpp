@@ -2,17 +2,13 @@
 
 #include <cmath>
 
+#include "ops/clones.h"
 #include "ops/matmul.h"
 
 namespace ss {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define SS_NORM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define SS_NORM_CLONES
-#endif
 
-SS_NORM_CLONES void rms_norm(const float* x, const float* weight, int n, float eps, float* out) {
+SS_CLONES void rms_norm(const float* x, const float* weight, int n, float eps, float* out) {
   // dot_f32's eight partial sums vectorise without reassociating freely.
   const float ss = dot_f32(x, x, n) / static_cast<float>(n) + eps;
   const float scale = 1.0f / std::sqrt(ss);
