@@ -91,6 +91,26 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
       return n;
     case GgmlType::Q4_0: {
       const auto k8 = hn::Set(di, 8);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+      // 16 lanes hold the whole value table d * (q - 8), q = 0..15: one
+      // permute per chunk replaces subtract, convert and multiply.
+      const auto levels = hn::ConvertTo(df, hn::Sub(hn::Iota(di, 0), k8));
+      for (int64_t b = 0; b < n / kQ4_0Block; ++b) {
+        const size_t off = static_cast<size_t>(b) * (2 + kQ4_0Block / 2);
+        VF table[R];
+        hn::Vec<decltype(di)> raw[R];
+        for (int q = 0; q < R; ++q) {
+          table[q] = hn::Mul(hn::Set(df, load_half(rows[q] + off)), levels);
+          raw[q] = hn::PromoteTo(di, hn::LoadU(du8, rows[q] + off + 2));
+        }
+        for (int q = 0; q < R; ++q) w[q] = hn::TableLookupLanes(table[q], hn::IndicesFromVec(df, hn::And(raw[q], k15)));
+        fn(b * kQ4_0Block, w);
+        for (int q = 0; q < R; ++q)
+          w[q] = hn::TableLookupLanes(table[q], hn::IndicesFromVec(df, hn::ShiftRight<4>(raw[q])));
+        fn(b * kQ4_0Block + kQ4_0Block / 2, w);
+      }
+      return n;
+#endif
       for (int64_t b = 0; b < n / kQ4_0Block; ++b) {
         const size_t off = static_cast<size_t>(b) * (2 + kQ4_0Block / 2);
         VF vd[R];
@@ -126,6 +146,26 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
             d1[q] = hn::Set(df, d * static_cast<float>(s1));
             mm1[q] = hn::Set(df, dmin * static_cast<float>(m1));
           }
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+          if (!five) {  // Q4_K: the sub-block's 16 values d*s*q - dmin*m fit one register
+            const auto levels = hn::ConvertTo(df, hn::Iota(di, 0));
+            VF t0[R], t1[R];
+            for (int q = 0; q < R; ++q) {
+              t0[q] = hn::Sub(hn::Mul(d0[q], levels), mm0[q]);
+              t1[q] = hn::Sub(hn::Mul(d1[q], levels), mm1[q]);
+            }
+            for (int64_t c = 0; c < 32; c += N) {
+              hn::Vec<decltype(di)> raw[R];
+              for (int q = 0; q < R; ++q) raw[q] = hn::PromoteTo(di, hn::LoadU(du8, rows[q] + off + 16 + 32 * j + c));
+              const int64_t e = b * kQkK + 64 * j + c;
+              for (int q = 0; q < R; ++q) w[q] = hn::TableLookupLanes(t0[q], hn::IndicesFromVec(df, hn::And(raw[q], k15)));
+              fn(e, w);
+              for (int q = 0; q < R; ++q) w[q] = hn::TableLookupLanes(t1[q], hn::IndicesFromVec(df, hn::ShiftRight<4>(raw[q])));
+              fn(e + 32, w);
+            }
+            continue;
+          }
+#endif
           for (int64_t c = 0; c < 32; c += N) {
             hn::Vec<decltype(di)> lo[R], hi[R];
             for (int q = 0; q < R; ++q) {
