@@ -50,9 +50,18 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
   const auto k15 = hn::Set(di, 15);
   VF w[R];
   int64_t i = 0;
+  // R interleaved rows confuse the hardware prefetcher: while these rows
+  // decode, fetch the same place of the next R rows (they follow in memory).
+  const size_t ahead = static_cast<size_t>(R) * row_bytes(t, n);
+  size_t fetched = 0;  // bytes of each row already asked for
+  auto fetch_to = [&](size_t byte_off) {
+    for (; fetched <= byte_off; fetched += 64)
+      for (int q = 0; q < R; ++q) __builtin_prefetch(rows[q] + fetched + ahead);
+  };
   switch (t) {
     case GgmlType::F32:
       for (; i + N <= n; i += N) {
+        fetch_to(static_cast<size_t>(i) * 4);
         for (int q = 0; q < R; ++q) w[q] = hn::LoadU(df, reinterpret_cast<const float*>(rows[q]) + i);
         fn(i, w);
       }
@@ -60,6 +69,7 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
     case GgmlType::F16: {
       const hn::Rebind<hwy::float16_t, DF> dh;
       for (; i + N <= n; i += N) {
+        fetch_to(static_cast<size_t>(i) * 2);
         for (int q = 0; q < R; ++q)
           w[q] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(rows[q]) + i));
         fn(i, w);
@@ -69,6 +79,7 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
     case GgmlType::BF16: {
       const hn::Rebind<hwy::bfloat16_t, DF> dh;
       for (; i + N <= n; i += N) {
+        fetch_to(static_cast<size_t>(i) * 2);
         for (int q = 0; q < R; ++q)
           w[q] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(rows[q]) + i));
         fn(i, w);
@@ -78,6 +89,7 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
     case GgmlType::Q8_0:
       for (int64_t b = 0; b < n / kQ8_0Block; ++b) {
         const size_t off = static_cast<size_t>(b) * (2 + kQ8_0Block);
+        fetch_to(off);
         VF vd[R];
         for (int q = 0; q < R; ++q) vd[q] = hn::Set(df, load_half(rows[q] + off));
         for (int64_t c = 0; c < kQ8_0Block; c += N) {
@@ -97,6 +109,7 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
       const auto levels = hn::ConvertTo(df, hn::Sub(hn::Iota(di, 0), k8));
       for (int64_t b = 0; b < n / kQ4_0Block; ++b) {
         const size_t off = static_cast<size_t>(b) * (2 + kQ4_0Block / 2);
+        fetch_to(off);
         VF table[R];
         hn::Vec<decltype(di)> raw[R];
         for (int q = 0; q < R; ++q) {
@@ -113,6 +126,7 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
 #endif
       for (int64_t b = 0; b < n / kQ4_0Block; ++b) {
         const size_t off = static_cast<size_t>(b) * (2 + kQ4_0Block / 2);
+        fetch_to(off);
         VF vd[R];
         for (int q = 0; q < R; ++q) vd[q] = hn::Set(df, load_half(rows[q] + off));
         for (int64_t c = 0; c < kQ4_0Block / 2; c += N) {
@@ -133,6 +147,7 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
       const auto k1 = hn::Set(di, 1);
       for (int64_t b = 0; b < n / kQkK; ++b) {
         const size_t off = static_cast<size_t>(b) * bytes;
+        fetch_to(off + bytes - 1);
         for (int j = 0; j < 4; ++j) {
           VF d0[R], mm0[R], d1[R], mm1[R];
           for (int q = 0; q < R; ++q) {
@@ -193,6 +208,7 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
       const auto k3 = hn::Set(di, 3), k32 = hn::Set(di, 32);
       for (int64_t b = 0; b < n / kQkK; ++b) {
         const size_t off = static_cast<size_t>(b) * kQ6_KBytes;
+        fetch_to(off + kQ6_KBytes - 1);
         for (int h = 0; h < 2; ++h) {
           for (int64_t c = 0; c < 32; c += N) {
             const int is = static_cast<int>(c / 16);
@@ -323,6 +339,11 @@ template <int NR>
 HWY_INLINE void TileRowsF32(const float* w, int64_t ws, const float* x, int64_t cols, int n, float* y,
                             int64_t rows) {
   int t = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // 32 vector registers: 4 x 6 accumulators reuse each weight load 6 times.
+  if constexpr (NR == 4)
+    for (; t + 6 <= n; t += 6) TileF32<NR, 6>(w, ws, x + t * cols, cols, cols, y + t * rows, rows);
+#endif
   for (; t + 4 <= n; t += 4) TileF32<NR, 4>(w, ws, x + t * cols, cols, cols, y + t * rows, rows);
   switch (n - t) {
     case 3:
