@@ -77,7 +77,8 @@ void BM_AttentionFused(benchmark::State& st) {
   const auto q = random_floats(static_cast<size_t>(hd * g));
   const auto k = random_floats(static_cast<size_t>(stride * keys), 3);
   const auto v = random_floats(static_cast<size_t>(stride * keys), 5);
-  std::vector<float> m(g), l(g), acc(static_cast<size_t>(g * hd)), out(acc.size()), scratch(static_cast<size_t>(g * 16));
+  std::vector<float> m(g), l(g), acc(static_cast<size_t>(g * hd)), out(acc.size()),
+      scratch(static_cast<size_t>(g * 16));
   for (auto _ : st) {
     ss::attn_online_init(g, hd, m.data(), l.data(), acc.data());
     for (int r = 0; r < keys; r += 16)

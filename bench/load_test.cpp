@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("--server", binary, "path of the sinkstream binary")->required();
   app.add_option("-m,--model", model, "model to serve")->required();
   app.add_option("--policy", policy, "KV policy")->capture_default_str();
-  app.add_option("--clients", clients, "concurrent streaming clients")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--clients", clients, "concurrent streaming clients")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   app.add_option("--seconds", seconds, "how long to hold the load")->check(CLI::Range(1, 600))->capture_default_str();
   app.add_option("--warmup", warmup, "seconds before the RSS baseline is taken")->capture_default_str();
   app.add_option("--max-tokens", max_tokens, "tokens per turn")->capture_default_str();
@@ -61,9 +63,8 @@ int main(int argc, char** argv) {
     dup2(fds[1], 1);
     close(fds[0]);
     const std::string c = std::to_string(clients);
-    execl(binary.c_str(), "sinkstream", "serve", "-m", model.c_str(), "--host", "127.0.0.1", "--port", "0",
-          "--policy", policy.c_str(), "--max-batch", c.c_str(), "--max-sessions", c.c_str(),
-          static_cast<char*>(nullptr));
+    execl(binary.c_str(), "sinkstream", "serve", "-m", model.c_str(), "--host", "127.0.0.1", "--port", "0", "--policy",
+          policy.c_str(), "--max-batch", c.c_str(), "--max-sessions", c.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   close(fds[1]);
@@ -130,11 +131,10 @@ int main(int argc, char** argv) {
           ++errors;
           std::lock_guard<std::mutex> lock(mu);
           if (error_samples.size() < 5)
-            error_samples.push_back(
-                "client " + std::to_string(i) + " turn " + std::to_string(turn) + " at " +
-                std::to_string(std::chrono::duration<double>(Clock::now() - t0).count()) + " s: status " +
-                std::to_string(status) + " after " + std::to_string(raw.size()) + " bytes: " +
-                (res ? raw.substr(0, 200) : httplib::to_string(res.error())));
+            error_samples.push_back("client " + std::to_string(i) + " turn " + std::to_string(turn) + " at " +
+                                    std::to_string(std::chrono::duration<double>(Clock::now() - t0).count()) +
+                                    " s: status " + std::to_string(status) + " after " + std::to_string(raw.size()) +
+                                    " bytes: " + (res ? raw.substr(0, 200) : httplib::to_string(res.error())));
         } else {
           ++requests;
           tokens += got;

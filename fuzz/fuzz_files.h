@@ -16,8 +16,8 @@ namespace ss::fuzz {
 inline const std::string& temp_dir() {
   static const std::string dir = [] {
     const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (base ? base : "/tmp")) +
-                       "/ssfuzz-XXXXXX";
+    std::string tmpl =
+        std::string(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : (base ? base : "/tmp")) + "/ssfuzz-XXXXXX";
     if (!mkdtemp(tmpl.data())) std::abort();
     return tmpl;
   }();

@@ -180,8 +180,8 @@ int BenchCommand::run() {
     if (!counts.ok()) return fail(counts.error().message);
     const int64_t most = *std::max_element(counts->begin(), counts->end());
     EngineOptions be = eo;
-    be.kv_blocks = static_cast<int>(most) * blocks_needed(policy, batch_context_ + samples_, be.block_tokens,
-                                                          be.max_chunk) + 2;
+    be.kv_blocks =
+        static_cast<int>(most) * blocks_needed(policy, batch_context_ + samples_, be.block_tokens, be.max_chunk) + 2;
     Engine batched(model, be);
     double base = 0;
     for (int64_t B : counts.value()) {

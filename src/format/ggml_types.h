@@ -41,8 +41,8 @@ constexpr int kQ8_0Block = 32;
 constexpr int kQ4_0Block = 32;
 // K-quants: super-blocks of 256 elements (ggml's QK_K).
 constexpr int kQkK = 256;
-constexpr int kQ4_KBytes = 4 + 12 + kQkK / 2;               // d, dmin, 6-bit scales+mins, nibbles
-constexpr int kQ5_KBytes = 4 + 12 + kQkK / 8 + kQkK / 2;    // ... plus one high bit per element
+constexpr int kQ4_KBytes = 4 + 12 + kQkK / 2;                    // d, dmin, 6-bit scales+mins, nibbles
+constexpr int kQ5_KBytes = 4 + 12 + kQkK / 8 + kQkK / 2;         // ... plus one high bit per element
 constexpr int kQ6_KBytes = kQkK / 2 + kQkK / 4 + kQkK / 16 + 2;  // low nibbles, high 2 bits, int8 scales, d
 
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block,

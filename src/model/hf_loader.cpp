@@ -102,7 +102,6 @@ Status load_tokenizer_json(const std::string& path, int32_t n_vocab, Vocab& v) {
   return ok_status();
 }
 
-
 Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   const std::string cfg_path = dir + "/config.json";
   SS_ASSIGN_OR_RETURN(const std::string cfg_text, read_text_file(cfg_path));

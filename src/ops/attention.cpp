@@ -10,7 +10,6 @@
 
 namespace ss {
 
-
 SS_CLONES void attn_scores(const float* q, const float* k_rows, int stride, int count, int hd, float scale,
                            float* scores) {
   for (int r = 0; r < count; ++r) scores[r] = dot_f32(q, k_rows + static_cast<long>(r) * stride, hd) * scale;

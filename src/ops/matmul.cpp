@@ -24,7 +24,8 @@ void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& po
   pool.parallel_for(
       groups,
       [&](size_t b, size_t e) {
-        matmul_rows_simd(w, x, n, y, static_cast<int64_t>(b) * 8, std::min<int64_t>(static_cast<int64_t>(e) * 8, w.ne1));
+        matmul_rows_simd(w, x, n, y, static_cast<int64_t>(b) * 8,
+                         std::min<int64_t>(static_cast<int64_t>(e) * 8, w.ne1));
       },
       parts);
 }

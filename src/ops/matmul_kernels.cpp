@@ -10,10 +10,11 @@
 #define HWY_TARGET_INCLUDE "ops/matmul_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 // Included after foreach_target.
+#include <hwy/highway.h>
+
 #include <vector>
 
 #include "format/tensor.h"
-#include <hwy/highway.h>
 #include "ops/matmul_kernels.h"
 #include "util/fp16.h"
 
@@ -66,24 +67,22 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
         fn(i, w);
       }
       return i;
-    case GgmlType::F16: {
-      const hn::Rebind<hwy::float16_t, DF> dh;
-      for (; i + N <= n; i += N) {
-        fetch_to(static_cast<size_t>(i) * 2);
-        for (int q = 0; q < R; ++q)
-          w[q] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(rows[q]) + i));
-        fn(i, w);
-      }
-      return i;
-    }
+    case GgmlType::F16:
     case GgmlType::BF16: {
-      const hn::Rebind<hwy::bfloat16_t, DF> dh;
-      for (; i + N <= n; i += N) {
-        fetch_to(static_cast<size_t>(i) * 2);
-        for (int q = 0; q < R; ++q)
-          w[q] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::bfloat16_t*>(rows[q]) + i));
-        fn(i, w);
-      }
+      // Both 16-bit float types widen exactly; only the element type differs.
+      auto widen = [&](auto half_tag) {
+        using H = decltype(half_tag);
+        const hn::Rebind<H, DF> dh;
+        for (; i + N <= n; i += N) {
+          fetch_to(static_cast<size_t>(i) * 2);
+          for (int q = 0; q < R; ++q) w[q] = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const H*>(rows[q]) + i));
+          fn(i, w);
+        }
+      };
+      if (t == GgmlType::F16)
+        widen(hwy::float16_t{});
+      else
+        widen(hwy::bfloat16_t{});
       return i;
     }
     case GgmlType::Q8_0:
@@ -173,9 +172,11 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
               hn::Vec<decltype(di)> raw[R];
               for (int q = 0; q < R; ++q) raw[q] = hn::PromoteTo(di, hn::LoadU(du8, rows[q] + off + 16 + 32 * j + c));
               const int64_t e = b * kQkK + 64 * j + c;
-              for (int q = 0; q < R; ++q) w[q] = hn::TableLookupLanes(t0[q], hn::IndicesFromVec(df, hn::And(raw[q], k15)));
+              for (int q = 0; q < R; ++q)
+                w[q] = hn::TableLookupLanes(t0[q], hn::IndicesFromVec(df, hn::And(raw[q], k15)));
               fn(e, w);
-              for (int q = 0; q < R; ++q) w[q] = hn::TableLookupLanes(t1[q], hn::IndicesFromVec(df, hn::ShiftRight<4>(raw[q])));
+              for (int q = 0; q < R; ++q)
+                w[q] = hn::TableLookupLanes(t1[q], hn::IndicesFromVec(df, hn::ShiftRight<4>(raw[q])));
               fn(e + 32, w);
             }
             continue;
@@ -336,8 +337,7 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
 }
 
 template <int NR>
-HWY_INLINE void TileRowsF32(const float* w, int64_t ws, const float* x, int64_t cols, int n, float* y,
-                            int64_t rows) {
+HWY_INLINE void TileRowsF32(const float* w, int64_t ws, const float* x, int64_t cols, int n, float* y, int64_t rows) {
   int t = 0;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
   // 32 vector registers: 4 x 6 accumulators reuse each weight load 6 times.

@@ -7,7 +7,6 @@
 
 namespace ss {
 
-
 SS_CLONES void rms_norm(const float* x, const float* weight, int n, float eps, float* out) {
   // dot_f32's eight partial sums vectorise without reassociating freely.
   const float ss = dot_f32(x, x, n) / static_cast<float>(n) + eps;

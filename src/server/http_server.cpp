@@ -128,8 +128,8 @@ void raise_listen_backlog(int port) {
 }  // namespace
 
 int HttpServer::bind() {
-  const int port =
-      opts_.port == 0 ? svr_->bind_to_any_port(opts_.host) : (svr_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
+  const int port = opts_.port == 0 ? svr_->bind_to_any_port(opts_.host)
+                                   : (svr_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
   if (port > 0) raise_listen_backlog(port);
   return port;
 }

@@ -57,7 +57,7 @@ TEST(Quant, KQuantLayoutsMatchGgml) {
   std::vector<uint8_t> q6k(kQ6_KBytes, 0);
   q6k[208] = 0x00, q6k[209] = 0x3C;  // d = 1
   for (int i = 0; i < 16; ++i) q6k[192 + i] = static_cast<uint8_t>(i + 1);
-  q6k[0] = 0x21;   // element 0 low nibble 1, element 64 low nibble 2
+  q6k[0] = 0x21;    // element 0 low nibble 1, element 64 low nibble 2
   q6k[128] = 0xE4;  // qh bits: element 0 -> 0, element 32 -> 1, element 64 -> 2, element 96 -> 3
   dequantize_row(GgmlType::Q6_K, q6k.data(), y.data(), kQkK);
   EXPECT_FLOAT_EQ(y[0], 1.0f * (1 - 32));

@@ -160,8 +160,8 @@ struct ServerProcess {
       (void)err;
       close(fds[0]);
       const std::string model = test::shared("models/stories260K/stories260K.gguf");
-      execl(SS_CLI_BINARY, "sinkstream", "serve", "-m", model.c_str(), "--port", "0", "--state-dir",
-            state_dir.c_str(), "--policy", "sinks:4:60", "--chunk", "16", static_cast<char*>(nullptr));
+      execl(SS_CLI_BINARY, "sinkstream", "serve", "-m", model.c_str(), "--port", "0", "--state-dir", state_dir.c_str(),
+            "--policy", "sinks:4:60", "--chunk", "16", static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);
@@ -208,7 +208,8 @@ TEST(Fault, KillNineMidStreamThenRestartResumesEverySavedSession) {
     test::TestServer ref(test::stories_gguf(), test::default_sched());
     auto c = ref.client();
     for (const auto& id : ids)
-      for (int t = 0; t < 3; ++t) want[id].push_back(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(t), 12, id))));
+      for (int t = 0; t < 3; ++t)
+        want[id].push_back(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(t), 12, id))));
   }
 
   {
