@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,9 @@ inline const std::string& temp_dir() {
     if (!mkdtemp(tmpl.data())) std::abort();
     return tmpl;
   }();
+  // Removed at exit, so replays in every test run leave nothing behind.
+  static const bool cleanup = [] { return std::atexit([] { std::filesystem::remove_all(temp_dir()); }) == 0; }();
+  (void)cleanup;
   return dir;
 }
 
