@@ -31,6 +31,10 @@ inline const std::string& temp_dir() {
 inline std::string write_file(const std::string& name, std::string_view bytes) {
   const std::string path = temp_dir() + "/" + name;
   FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) {  // the dir was removed under us (a tmp cleaner): make it again once
+    std::filesystem::create_directories(temp_dir());
+    f = std::fopen(path.c_str(), "wb");
+  }
   if (!f) std::abort();
   if (!bytes.empty() && std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size()) std::abort();
   std::fclose(f);
