@@ -1,7 +1,11 @@
+#include <pthread.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <thread>
 
 #include "cli/commands.h"
 #include "server/http_server.h"
@@ -9,10 +13,6 @@
 namespace ss::cli {
 
 namespace {
-HttpServer* g_server = nullptr;
-void on_signal(int) {
-  if (g_server) g_server->stop();
-}
 bool is_loopback(const std::string& host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -47,6 +47,16 @@ ServeCommand::ServeCommand(CLI::App& app) {
 }
 
 int ServeCommand::run() {
+  // SIGINT/SIGTERM are taken by one thread with sigwait (blocked here, before
+  // any thread starts, so every thread inherits the mask): a signal that
+  // lands before the accept loop runs is not lost, and no handler runs
+  // non-async-signal-safe code.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
@@ -92,16 +102,24 @@ int ServeCommand::run() {
   HttpServer server(sched, so);
   const int port = server.bind();
   if (port < 0) return fail("cannot bind " + host_ + ":" + std::to_string(port_));
-  g_server = &server;
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGPIPE, SIG_IGN);
+  std::atomic<bool> served{false};
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    // stop() is a no-op until the accept loop runs: repeat until it ends.
+    while (!served) {
+      server.stop();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   std::fprintf(stderr, "[sinkstream] serving %s on http://%s:%d (policy %s, chat %s)\n", so.model_name.c_str(),
                host_.c_str(), port, sopts.policy.name().c_str(), chat_family_name(so.chat));
   std::printf("listening on port %d\n", port);
   std::fflush(stdout);
   server.serve();
-  g_server = nullptr;
+  served = true;
+  pthread_kill(stopper.native_handle(), SIGTERM);  // wakes the stopper if no signal came
+  stopper.join();
   return 0;
 }
 

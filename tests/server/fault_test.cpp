@@ -1,6 +1,7 @@
 // Fault tests for the server: the KV pool running out, a state directory that
 // cannot be written or is full, and kill -9 of a real `sinkstream serve`
-// process mid-stream followed by a restart (with a torn state file).
+// process mid-stream followed by a restart (with a torn state file); and the
+// security defaults a deployment relies on.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "runtime_helpers.h"
@@ -150,7 +152,8 @@ struct ServerProcess {
   pid_t pid = -1;
   int port = -1;
   std::string log;
-  ServerProcess(const std::string& state_dir, const std::string& log_path) : log(log_path) {
+  ServerProcess(const std::string& state_dir, const std::string& log_path, std::vector<std::string> extra = {})
+      : log(log_path) {
     int fds[2];
     if (pipe(fds) != 0) return;
     pid = fork();
@@ -159,9 +162,15 @@ struct ServerProcess {
       FILE* err = std::freopen(log_path.c_str(), "w", stderr);
       (void)err;
       close(fds[0]);
-      const std::string model = test::shared("models/stories260K/stories260K.gguf");
-      execl(SS_CLI_BINARY, "sinkstream", "serve", "-m", model.c_str(), "--port", "0", "--state-dir", state_dir.c_str(),
-            "--policy", "sinks:4:60", "--chunk", "16", static_cast<char*>(nullptr));
+      std::vector<std::string> args = {
+          "sinkstream", "serve",   "-m", test::shared("models/stories260K/stories260K.gguf"), "--port", "0", "--policy",
+          "sinks:4:60", "--chunk", "16"};
+      if (!state_dir.empty()) args.insert(args.end(), {"--state-dir", state_dir});
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(SS_CLI_BINARY, argv.data());
       _exit(127);
     }
     close(fds[1]);
@@ -183,10 +192,14 @@ struct ServerProcess {
     }
   }
   ~ServerProcess() {
-    if (pid > 0) {
-      ::kill(pid, SIGTERM);
-      waitpid(pid, nullptr, 0);
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    for (int i = 0; i < 200; ++i) {  // a clean stop within 10 s, else the test fails and the process dies
+      if (waitpid(pid, nullptr, WNOHANG) == pid) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    ADD_FAILURE() << "sinkstream serve did not stop on SIGTERM";
+    kill9();
   }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port);
@@ -250,6 +263,44 @@ TEST(Fault, KillNineMidStreamThenRestartResumesEverySavedSession) {
   EXPECT_EQ(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(1), 12, "s2"))), want["s2"][1]);
   EXPECT_EQ(reply(test::post(c, "/v1/chat/completions", chat_turn(turn_text(2), 12, "s2"))), want["s2"][2]);
   std::filesystem::remove_all(dir);
+}
+
+TEST(Security, LoopbackByDefaultAndAWarningForAnOpenAddressWithoutKey) {
+  {
+    const std::string log = test::temp_path("sec_default.log");
+    ServerProcess p("", log);
+    ASSERT_GT(p.port, 0);
+    EXPECT_NE(test::read_file(log).find("http://127.0.0.1:"), std::string::npos) << test::read_file(log);
+    EXPECT_EQ(test::read_file(log).find("warning"), std::string::npos);
+  }
+  {
+    const std::string log = test::temp_path("sec_open.log");
+    ServerProcess p("", log, {"--host", "0.0.0.0"});
+    ASSERT_GT(p.port, 0);
+    EXPECT_NE(test::read_file(log).find("without --api-key"), std::string::npos) << test::read_file(log);
+  }
+  {
+    const std::string log = test::temp_path("sec_key.log");
+    ServerProcess p("", log, {"--host", "0.0.0.0", "--api-key", "k"});
+    ASSERT_GT(p.port, 0);
+    EXPECT_EQ(test::read_file(log).find("without --api-key"), std::string::npos) << test::read_file(log);
+  }
+}
+
+TEST(Security, SessionCountIsLimited) {
+  SchedulerOptions so = test::default_sched();
+  so.max_sessions = 2;
+  test::TestServer srv(test::stories_gguf(), so);
+  auto c = srv.client();
+  int status = 0;
+  test::post(c, "/v1/chat/completions", chat_turn("Hi.", 2, "one"), &status);
+  EXPECT_EQ(status, 200);
+  test::post(c, "/v1/chat/completions", chat_turn("Hi.", 2, "two"), &status);
+  EXPECT_EQ(status, 200);
+  const json r = test::post(c, "/v1/chat/completions", chat_turn("Hi.", 2, "three"), &status);
+  EXPECT_EQ(status, 429) << r.dump();
+  test::post(c, "/v1/chat/completions", chat_turn("Again.", 2, "one"), &status);  // existing sessions go on
+  EXPECT_EQ(status, 200);
 }
 
 }  // namespace
