@@ -84,17 +84,7 @@ inline void online_update(const float* q, int g, const float* k_rows, const floa
   // Scores [g][count]: each key row is loaded once for the whole group.
   for (int r = 0; r < count; ++r) {
     const float* k = k_rows + static_cast<long>(r) * stride;
-    for (int h = 0; h < g; ++h) {
-      const float* qh = q + h * hd;
-      float s8[8] = {};
-      if (hd % 8 == 0) {
-        for (int d = 0; d < hd; d += 8)
-          for (int j = 0; j < 8; ++j) s8[j] += qh[d + j] * k[d + j];
-        scratch[h * count + r] = (((s8[0] + s8[4]) + (s8[1] + s8[5])) + ((s8[2] + s8[6]) + (s8[3] + s8[7]))) * scale;
-      } else {
-        scratch[h * count + r] = dot_f32(qh, k, hd) * scale;
-      }
-    }
+    for (int h = 0; h < g; ++h) scratch[h * count + r] = dot_f32(q + h * hd, k, hd) * scale;
   }
   for (int h = 0; h < g; ++h) {
     float* s = scratch + h * count;
