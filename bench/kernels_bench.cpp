@@ -55,14 +55,16 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
       for (int n : {1, 16}) b->Args({t, shape.first, shape.second, n});
 }
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
+// stories260K's F32 shapes (rows x cols): q/o, gate/up, down, output.
+BENCHMARK(BM_Matmul)->Args({0, 64, 64, 1})->Args({0, 172, 64, 1})->Args({0, 64, 172, 1})->Args({0, 512, 64, 1});
 
 void BM_AttentionScores(benchmark::State& st) {
-  const int hd = static_cast<int>(st.range(0)), keys = static_cast<int>(st.range(1)), stride = hd * 4;
+  const int hd = static_cast<int>(st.range(0)), keys = static_cast<int>(st.range(1));
   const auto q = random_floats(static_cast<size_t>(hd));
-  const auto k = random_floats(static_cast<size_t>(stride * keys), 3);
+  const auto k = random_floats(static_cast<size_t>(hd * keys), 3);  // dimension-major: [hd][keys]
   std::vector<float> s(static_cast<size_t>(keys));
   for (auto _ : st) {
-    ss::attn_scores(q.data(), k.data(), stride, keys, hd, 0.125f, s.data());
+    ss::attn_scores(q.data(), k.data(), keys, keys, hd, 0.125f, s.data());
     ss::softmax(s.data(), keys);
     benchmark::DoNotOptimize(s.data());
   }
@@ -78,11 +80,12 @@ void BM_AttentionFused(benchmark::State& st) {
   const auto k = random_floats(static_cast<size_t>(stride * keys), 3);
   const auto v = random_floats(static_cast<size_t>(stride * keys), 5);
   std::vector<float> m(g), l(g), acc(static_cast<size_t>(g * hd)), out(acc.size()),
-      scratch(static_cast<size_t>(g * 16));
+      scratch(static_cast<size_t>(ss::attn_scratch_floats(g, hd)));
+  // Blocks as in the KV pool: 16 keys, K [stride][16] then V [16][stride]; KV head 0.
   for (auto _ : st) {
     ss::attn_online_init(g, hd, m.data(), l.data(), acc.data());
     for (int r = 0; r < keys; r += 16)
-      ss::attn_online_update(q.data(), g, k.data() + static_cast<size_t>(r) * stride,
+      ss::attn_online_update(q.data(), g, k.data() + static_cast<size_t>(r) * stride, 16,
                              v.data() + static_cast<size_t>(r) * stride, stride, std::min(16, keys - r), hd, 0.125f,
                              m.data(), l.data(), acc.data(), scratch.data());
     ss::attn_online_finish(g, hd, l.data(), acc.data(), out.data());

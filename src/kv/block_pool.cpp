@@ -34,6 +34,21 @@ void BlockPool::release(BlockId id) {
   if (--refs_[static_cast<size_t>(id)] == 0) free_.push_back(id);
 }
 
+void BlockPool::store(BlockId id, int layer, int offset, const float* k_row, const float* v_row) {
+  SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
+  float* k_col = k(id, layer) + offset;
+  for (int d = 0; d < cfg_.kv_dim; ++d) k_col[static_cast<size_t>(d) * cfg_.block_tokens] = k_row[d];
+  std::copy(v_row, v_row + cfg_.kv_dim, v(id, layer) + static_cast<size_t>(offset) * cfg_.kv_dim);
+}
+
+void BlockPool::load(BlockId id, int layer, int offset, float* k_row, float* v_row) const {
+  SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
+  const float* k_col = k(id, layer) + offset;
+  for (int d = 0; d < cfg_.kv_dim; ++d) k_row[d] = k_col[static_cast<size_t>(d) * cfg_.block_tokens];
+  const float* v_src = v(id, layer) + static_cast<size_t>(offset) * cfg_.kv_dim;
+  std::copy(v_src, v_src + cfg_.kv_dim, v_row);
+}
+
 float* BlockPool::base(BlockId id, int layer) {
   SS_CHECK(id >= 0 && id < cfg_.n_blocks && layer >= 0 && layer < cfg_.n_layers);
   return data_.data() + static_cast<size_t>(id) * block_floats_ + static_cast<size_t>(layer) * 2 * layer_half_;

@@ -1,7 +1,10 @@
 #pragma once
 // Where KV lives: a preallocated pool of fixed-size blocks. Each block holds
 // `block_tokens` tokens of K and V for every layer:
-//   data[block][layer][K|V][token][kv_dim]
+//   data[block][layer] = K [kv_dim][block_tokens], then V [block_tokens][kv_dim]
+// K is stored dimension-major so attention scores vectorise across the keys
+// of a block (one contiguous load per head dimension); V stays token-major,
+// which is what the probability-weighted sum over keys reads.
 // Blocks are reference-counted so a read-only prefix (shared sinks) can be
 // held by several sequences. Running out is a value (nullopt), never an abort.
 #include <cstdint>
@@ -36,11 +39,16 @@ class BlockPool {
   size_t bytes() const { return data_.size() * sizeof(float); }
   size_t block_bytes() const { return block_floats_ * sizeof(float); }
 
-  // K or V rows of one block and layer: [block_tokens x kv_dim].
+  // K of one block and layer, [kv_dim x block_tokens]: key `t`, dimension `d`
+  // is k(id, layer)[d * block_tokens + t]. V: [block_tokens x kv_dim].
   float* k(BlockId id, int layer) { return base(id, layer); }
   float* v(BlockId id, int layer) { return base(id, layer) + layer_half_; }
   const float* k(BlockId id, int layer) const { return const_cast<BlockPool*>(this)->base(id, layer); }
   const float* v(BlockId id, int layer) const { return const_cast<BlockPool*>(this)->base(id, layer) + layer_half_; }
+
+  // One token's K and V rows ([kv_dim] each) in and out of a block.
+  void store(BlockId id, int layer, int offset, const float* k_row, const float* v_row);
+  void load(BlockId id, int layer, int offset, float* k_row, float* v_row) const;
 
  private:
   float* base(BlockId id, int layer);

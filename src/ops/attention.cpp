@@ -4,15 +4,76 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "ops/clones.h"
-#include "ops/matmul.h"
 
 namespace ss {
 
-SS_CLONES void attn_scores(const float* q, const float* k_rows, int stride, int count, int hd, float scale,
+namespace {
+constexpr int kChunk = kAttnChunk;
+
+// The scores of one chunk of keys live in one 16-lane vector (GCC/Clang
+// vector extensions: one zmm on AVX-512, two ymm on AVX2, four xmm on the
+// baseline clone), so scores, max, exp and sum over keys are lane-parallel.
+typedef float Lanes __attribute__((vector_size(kChunk * sizeof(float))));
+typedef int32_t LaneInts __attribute__((vector_size(kChunk * sizeof(float))));
+typedef uint32_t LaneBits __attribute__((vector_size(kChunk * sizeof(float))));
+static_assert(kChunk == 16);
+
+#define SS_ALWAYS_INLINE __attribute__((always_inline)) inline
+
+SS_ALWAYS_INLINE Lanes load_lanes(const float* p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Horizontal max / sum as a fixed halving tree (order fixed, so results do
+// not depend on the clone).
+SS_ALWAYS_INLINE float lanes_max(Lanes t) {
+  t = __builtin_shufflevector(t, t, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0) > t
+          ? __builtin_shufflevector(t, t, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0)
+          : t;
+  t = __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) > t
+          ? __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+          : t;
+  const float a = t[0] > t[2] ? t[0] : t[2], b = t[1] > t[3] ? t[1] : t[3];
+  return a > b ? a : b;
+}
+SS_ALWAYS_INLINE float lanes_sum(Lanes t) {
+  t += __builtin_shufflevector(t, t, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+  t += __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+// s[r] = scale * sum_d q[d] * k_cols[d*col_stride + r] for the kChunk keys
+// from k_cols; four interleaved sums over d keep the FMA chains short for big
+// heads.
+template <int HD>
+SS_ALWAYS_INLINE Lanes chunk_scores(const float* q, const float* k_cols, int col_stride, int hd_runtime, float scale) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  Lanes a[4] = {};
+  int d = 0;
+  for (; d + 4 <= hd; d += 4)
+    for (int j = 0; j < 4; ++j) a[j] += q[d + j] * load_lanes(k_cols + static_cast<long>(d + j) * col_stride);
+  for (; d < hd; ++d) a[0] += q[d] * load_lanes(k_cols + static_cast<long>(d) * col_stride);
+  return ((a[0] + a[1]) + (a[2] + a[3])) * scale;
+}
+}  // namespace
+
+SS_CLONES void attn_scores(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale,
                            float* scores) {
-  for (int r = 0; r < count; ++r) scores[r] = dot_f32(q, k_rows + static_cast<long>(r) * stride, hd) * scale;
+  int r0 = 0;
+  for (; r0 + kChunk <= count; r0 += kChunk) {
+    const Lanes s = chunk_scores<0>(q, k_cols + r0, col_stride, hd, scale);
+    std::memcpy(scores + r0, &s, sizeof s);
+  }
+  for (; r0 < count; ++r0) {
+    float s = 0;
+    for (int d = 0; d < hd; ++d) s += q[d] * k_cols[static_cast<long>(d) * col_stride + r0];
+    scores[r0] = s * scale;
+  }
 }
 
 SS_CLONES void attn_accumulate(const float* probs, const float* v_rows, int stride, int count, int hd,
@@ -42,6 +103,24 @@ inline float exp_nonpositive(float x) {
   p = p * r + 1.0f;
   const uint32_t ki = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(12582912.0f);  // k mod 2^32
   return p * std::bit_cast<float>((ki + 127u) << 23);
+}
+
+// exp_nonpositive lane by lane, the same operations in the same order.
+SS_ALWAYS_INLINE Lanes exp_nonpositive(Lanes x) {
+  x = x < -87.0f ? Lanes{} - 87.0f : x;
+  const Lanes t = x * 1.44269504f + 12582912.0f;
+  const Lanes k = t - 12582912.0f;
+  const Lanes r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
+  Lanes p = Lanes{} + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const LaneBits ki = reinterpret_cast<const LaneBits&>(t) - std::bit_cast<uint32_t>(12582912.0f);
+  const LaneBits e = (ki + 127u) << 23;
+  return p * reinterpret_cast<const Lanes&>(e);
 }
 }  // namespace
 
@@ -74,59 +153,115 @@ void attn_online_init(int g, int hd, float* m, float* l, float* acc) {
 }
 
 namespace {
-// HD > 0: the head size is a compile-time constant, so the per-key loops
-// unroll fully (heads are small: 8 to 128); HD == 0: any size.
+typedef float Eight __attribute__((vector_size(8 * sizeof(float))));
+
+SS_ALWAYS_INLINE Eight load8(const float* p) {
+  Eight v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// acc[h*hd + d] += sum_r p[h*kChunk + r] * v_rows[r*v_stride + d], r < n.
+// Heads a multiple of 8 wide: the sums stay in 8-lane registers, split in up
+// to four interleaved partial sums so consecutive keys do not wait on each
+// other's multiply-add (small heads); other sizes: plain loops.
 template <int HD>
-inline void online_update(const float* q, int g, const float* k_rows, const float* v_rows, int stride, int count,
-                          int hd_runtime, float scale, float* m, float* l, float* __restrict__ acc,
-                          float* __restrict__ scratch) {
-  const int hd = HD > 0 ? HD : hd_runtime;
-  // Scores [g][count]: each key row is loaded once for the whole group.
-  for (int r = 0; r < count; ++r) {
-    const float* k = k_rows + static_cast<long>(r) * stride;
-    for (int h = 0; h < g; ++h) scratch[h * count + r] = dot_f32(q + h * hd, k, hd) * scale;
-  }
-  for (int h = 0; h < g; ++h) {
-    float* s = scratch + h * count;
-    float mx = m[h];
-    for (int r = 0; r < count; ++r) mx = s[r] > mx ? s[r] : mx;
-    // The first run has m = -inf: nothing to rescale.
-    const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
-    for (int r = 0; r < count; ++r) s[r] = exp_nonpositive(s[r] - mx);
-    float sum = 0;
-    for (int r = 0; r < count; ++r) sum += s[r];
-    m[h] = mx;
-    l[h] = l[h] * corr + sum;
-    float* __restrict__ a = acc + h * hd;
-    for (int d = 0; d < hd; ++d) a[d] *= corr;
-  }
-  for (int r = 0; r < count; ++r) {
-    const float* __restrict__ v = v_rows + static_cast<long>(r) * stride;
+SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_rows, int v_stride, int n, int hd,
+                                       float* __restrict__ acc) {
+  if constexpr (HD > 0 && HD % 8 == 0) {
+    constexpr int NV = HD / 8, C = NV >= 4 ? 1 : 4 / NV;
     for (int h = 0; h < g; ++h) {
-      const float p = scratch[h * count + r];
-      float* __restrict__ a = acc + h * hd;
-      for (int d = 0; d < hd; ++d) a[d] += p * v[d];
+      const float* ph = p + h * kChunk;
+      Eight part[C][NV] = {};
+      int r = 0;
+      for (; r + C <= n; r += C)
+        for (int c = 0; c < C; ++c)
+          for (int j = 0; j < NV; ++j)
+            part[c][j] += ph[r + c] * load8(v_rows + static_cast<long>(r + c) * v_stride + 8 * j);
+      for (; r < n; ++r)
+        for (int j = 0; j < NV; ++j) part[0][j] += ph[r] * load8(v_rows + static_cast<long>(r) * v_stride + 8 * j);
+      float* a = acc + h * HD;
+      for (int j = 0; j < NV; ++j) {
+        Eight sum = part[0][j];
+        for (int c = 1; c < C; ++c) sum += part[c][j];
+        sum += load8(a + 8 * j);
+        std::memcpy(a + 8 * j, &sum, sizeof sum);
+      }
     }
+  } else {
+    for (int r = 0; r < n; ++r) {
+      const float* __restrict__ v = v_rows + static_cast<long>(r) * v_stride;
+      for (int h = 0; h < g; ++h) {
+        const float pr = p[h * kChunk + r];
+        float* __restrict__ a = acc + h * hd;
+        for (int d = 0; d < hd; ++d) a[d] += pr * v[d];
+      }
+    }
+  }
+}
+
+// HD > 0: the head size is a compile-time constant, so the per-key loops
+// unroll fully (heads are small: 8 to 128); HD == 0: any size. Keys go in
+// chunks of kChunk: scores across the chunk's keys for each query head, then
+// one online-softmax step per head, then the chunk's V rows, each read once
+// for the whole group.
+template <int HD>
+SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
+                                    int v_stride, int count, int hd_runtime, float scale, float* m, float* l,
+                                    float* __restrict__ acc, float* __restrict__ scratch) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  for (int r0 = 0; r0 < count; r0 += kChunk) {
+    const int n = count - r0 < kChunk ? count - r0 : kChunk;
+    const float* kc = k_cols + r0;
+    int kc_stride = col_stride;
+    if (n < kChunk) {
+      // A short tail: copy its columns out, zero-padded, so no lane reads past them.
+      float* __restrict__ pad = scratch + g * kChunk;
+      for (int d = 0; d < hd; ++d)
+        for (int r = 0; r < kChunk; ++r) pad[d * kChunk + r] = r < n ? kc[static_cast<long>(d) * col_stride + r] : 0.0f;
+      kc = pad;
+      kc_stride = kChunk;
+    }
+    const Lanes lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const LaneInts valid = lane < static_cast<float>(n);
+    for (int h = 0; h < g; ++h) {
+      Lanes sc = chunk_scores<HD>(q + h * hd, kc, kc_stride, hd, scale);
+      sc = valid ? sc : Lanes{} - INFINITY;
+      const float mx = std::max(lanes_max(sc), m[h]);
+      // The first chunk has m = -inf: nothing to rescale.
+      const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
+      const Lanes p = valid ? exp_nonpositive(sc - mx) : Lanes{};
+      std::memcpy(scratch + h * kChunk, &p, sizeof p);
+      m[h] = mx;
+      l[h] = l[h] * corr + lanes_sum(p);
+      float* __restrict__ a = acc + h * hd;
+      for (int d = 0; d < hd; ++d) a[d] *= corr;
+    }
+    accumulate_chunk<HD>(scratch, g, v_rows + static_cast<long>(r0) * v_stride, v_stride, n, hd, acc);
   }
 }
 }  // namespace
 
-SS_CLONES void attn_online_update(const float* q, int g, const float* k_rows, const float* v_rows, int stride,
-                                  int count, int hd, float scale, float* m, float* l, float* acc, float* scratch) {
+SS_CLONES void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
+                                  int v_stride, int count, int hd, float scale, float* m, float* l, float* acc,
+                                  float* scratch) {
+#define SS_ONLINE(HD) \
+  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, count, hd, scale, m, l, acc, scratch)
   switch (hd) {
     case 8:
-      return online_update<8>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+      return SS_ONLINE(8);
     case 16:
-      return online_update<16>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+      return SS_ONLINE(16);
     case 32:
-      return online_update<32>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+      return SS_ONLINE(32);
     case 64:
-      return online_update<64>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+      return SS_ONLINE(64);
     case 128:
-      return online_update<128>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+      return SS_ONLINE(128);
     default:
-      return online_update<0>(q, g, k_rows, v_rows, stride, count, hd, scale, m, l, acc, scratch);
+      return SS_ONLINE(0);
   }
+#undef SS_ONLINE
 }
 
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out) {
@@ -144,11 +279,11 @@ void softmax_scalar(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] / sum);
 }
 
-void attn_scores_scalar(const float* q, const float* k_rows, int stride, int count, int hd, float scale,
+void attn_scores_scalar(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale,
                         float* scores) {
   for (int r = 0; r < count; ++r) {
     float s = 0;
-    for (int d = 0; d < hd; ++d) s += q[d] * k_rows[static_cast<long>(r) * stride + d];
+    for (int d = 0; d < hd; ++d) s += q[d] * k_cols[static_cast<long>(d) * col_stride + r];
     scores[r] = s * scale;
   }
 }

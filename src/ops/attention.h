@@ -1,12 +1,16 @@
 #pragma once
-// Attention inner loops over a run of KV rows that sit contiguously in one
-// block (row stride = kv_dim floats). Compiled for AVX2+FMA and baseline x86-64
+// Attention inner loops over a run of keys that sit contiguously in one KV
+// block: K dimension-major (key r, dimension d at k_cols[d*col_stride + r]),
+// V token-major (row stride v_stride). Compiled for AVX2+FMA and baseline x86-64
 // with runtime selection (GCC target_clones); the scalar versions are the
 // reference twins used by tests.
 namespace ss {
 
-// scores[r] = scale * dot(q, k_rows + r*stride) for r < count.
-void attn_scores(const float* q, const float* k_rows, int stride, int count, int hd, float scale, float* scores);
+// Keys are scored kAttnChunk at a time (one vector's worth on AVX-512).
+inline constexpr int kAttnChunk = 16;
+
+// scores[r] = scale * sum_d q[d] * k_cols[d*col_stride + r] for r < count.
+void attn_scores(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale, float* scores);
 // acc[d] += sum_r probs[r] * v_rows[r*stride + d].
 void attn_accumulate(const float* probs, const float* v_rows, int stride, int count, int hd, float* acc);
 // In-place softmax; returns nothing, probabilities sum to 1.
@@ -17,14 +21,16 @@ void softmax(float* x, int n);
 // sharing one KV head (GQA: each key and value row is read once for all of
 // them). State per head h: running max m[h], running sum l[h] and the
 // unnormalised output acc[h*hd..]; start from attn_online_init, end with
-// attn_online_finish. scratch holds g*count floats.
+// attn_online_finish. scratch holds attn_scratch_floats(g, hd) floats.
+inline int attn_scratch_floats(int g, int hd) { return (g + hd) * kAttnChunk; }
 void attn_online_init(int g, int hd, float* m, float* l, float* acc);
-void attn_online_update(const float* q, int g, const float* k_rows, const float* v_rows, int stride, int count, int hd,
-                        float scale, float* m, float* l, float* acc, float* scratch);
+void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride,
+                        int count, int hd, float scale, float* m, float* l, float* acc, float* scratch);
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out);
 
 void softmax_scalar(float* x, int n);
-void attn_scores_scalar(const float* q, const float* k_rows, int stride, int count, int hd, float scale, float* scores);
+void attn_scores_scalar(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale,
+                        float* scores);
 void attn_accumulate_scalar(const float* probs, const float* v_rows, int stride, int count, int hd, float* acc);
 
 }  // namespace ss

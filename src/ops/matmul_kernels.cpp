@@ -277,6 +277,36 @@ void DequantizeRow(GgmlType t, const uint8_t* row, float* dst, int64_t n) {
 
 // y[t * y_stride] = row · x_t for NT activation rows, decoding the weight row
 // once. One accumulator per output, elements in DecodeRow order.
+// y[0..3] = the lane sums of acc[0..3]. On AVX2/AVX-512 the four
+// reductions share their shuffles (a transpose-and-add tree: about a third of
+// the instructions of four separate reductions, which dominate short rows);
+// elsewhere one SumOfLanes each.
+HWY_INLINE void StoreSums4(const VF* acc, float* y) {
+#if HWY_TARGET == HWY_AVX3
+  const __m512 t0 =
+      _mm512_add_ps(_mm512_unpacklo_ps(acc[0].raw, acc[1].raw), _mm512_unpackhi_ps(acc[0].raw, acc[1].raw));
+  const __m512 t1 =
+      _mm512_add_ps(_mm512_unpacklo_ps(acc[2].raw, acc[3].raw), _mm512_unpackhi_ps(acc[2].raw, acc[3].raw));
+  const __m512d d0 = _mm512_castps_pd(t0), d1 = _mm512_castps_pd(t1);
+  const __m512 u =
+      _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(d0, d1)), _mm512_castpd_ps(_mm512_unpackhi_pd(d0, d1)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(u), _mm512_extractf32x8_ps(u, 1));
+  _mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+#elif HWY_TARGET == HWY_AVX2
+  const __m256 t0 =
+      _mm256_add_ps(_mm256_unpacklo_ps(acc[0].raw, acc[1].raw), _mm256_unpackhi_ps(acc[0].raw, acc[1].raw));
+  const __m256 t1 =
+      _mm256_add_ps(_mm256_unpacklo_ps(acc[2].raw, acc[3].raw), _mm256_unpackhi_ps(acc[2].raw, acc[3].raw));
+  const __m256d d0 = _mm256_castps_pd(t0), d1 = _mm256_castps_pd(t1);
+  const __m256 u =
+      _mm256_add_ps(_mm256_castpd_ps(_mm256_unpacklo_pd(d0, d1)), _mm256_castpd_ps(_mm256_unpackhi_pd(d0, d1)));
+  _mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1)));
+#else
+  const DF df;
+  for (int q = 0; q < 4; ++q) y[q] = hn::GetLane(hn::SumOfLanes(df, acc[q]));
+#endif
+}
+
 // y[k * y_stride + q] = row_q · x_k for R weight rows decoded in step and NT
 // activation rows: R * NT independent multiply-add chains, elements in
 // DecodeRows order.
@@ -292,6 +322,18 @@ HWY_INLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x, 
       for (int q = 0; q < R; ++q) acc[q * NT + k] = hn::MulAdd(w[q], xv, acc[q * NT + k]);
     }
   });
+  if constexpr (R == 4) {
+    for (int k = 0; k < NT; ++k) {
+      const VF a4[4] = {acc[k], acc[NT + k], acc[2 * NT + k], acc[3 * NT + k]};
+      float s[4];
+      StoreSums4(a4, s);
+      for (int q = 0; q < R; ++q) {
+        for (int64_t i = done; i < n; ++i) s[q] += element_at(t, rows[q], i) * x[k * xs + i];
+        y[k * y_stride + q] = s[q];
+      }
+    }
+    return;
+  }
   for (int q = 0; q < R; ++q)
     for (int k = 0; k < NT; ++k) {
       float s = hn::GetLane(hn::SumOfLanes(df, acc[q * NT + k]));
@@ -327,6 +369,19 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
       const VF xv = hn::LoadU(df, x + k * xs + i);
       for (int r = 0; r < NR; ++r) acc[r * NT + k] = hn::MulAdd(wv[r], xv, acc[r * NT + k]);
     }
+  }
+  if constexpr (NR == 4) {
+    // Same reduction for every NT: a row of a batch equals the row alone.
+    for (int k = 0; k < NT; ++k) {
+      const VF a4[4] = {acc[k], acc[NT + k], acc[2 * NT + k], acc[3 * NT + k]};
+      float s[4];
+      StoreSums4(a4, s);
+      for (int r = 0; r < NR; ++r) {
+        for (int64_t j = i; j < n; ++j) s[r] += w[r * ws + j] * x[k * xs + j];
+        y[k * y_stride + r] = s[r];
+      }
+    }
+    return;
   }
   for (int r = 0; r < NR; ++r)
     for (int k = 0; k < NT; ++k) {
@@ -367,7 +422,7 @@ void MatmulRows(const TensorView& w, const float* x, int n, float* y, int64_t r0
     const float* wf = w.f32();
     int64_t r = r0;
     if (n == 1) {
-      for (; r + 8 <= r1; r += 8) TileF32<8, 1>(wf + r * cols, cols, x, cols, cols, y + r, rows);
+      for (; r + 4 <= r1; r += 4) TileF32<4, 1>(wf + r * cols, cols, x, cols, cols, y + r, rows);
     } else {
       for (; r + 4 <= r1; r += 4) TileRowsF32<4>(wf + r * cols, cols, x, cols, n, y + r, rows);
     }

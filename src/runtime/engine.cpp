@@ -58,10 +58,9 @@ SequenceState Engine::export_sequence(SeqId id) const {
   for (int64_t u : st.indices) {
     const KvSlot s = seq.slot(u);
     for (int l = 0; l < config().n_layers; ++l) {
-      const float* k = pool_.k(s.block, l) + static_cast<size_t>(s.offset) * kvd;
-      const float* v = pool_.v(s.block, l) + static_cast<size_t>(s.offset) * kvd;
-      st.rows.insert(st.rows.end(), k, k + kvd);
-      st.rows.insert(st.rows.end(), v, v + kvd);
+      const size_t at = st.rows.size();
+      st.rows.resize(at + 2 * static_cast<size_t>(kvd));
+      pool_.load(s.block, l, s.offset, st.rows.data() + at, st.rows.data() + at + kvd);
     }
   }
   return st;
@@ -81,10 +80,8 @@ Result<SeqId> Engine::import_sequence(const SequenceState& st) {
   for (int64_t u : st.indices) {
     const KvSlot s = seq.slot(u);
     for (int l = 0; l < config().n_layers; ++l) {
-      std::memcpy(pool_.k(s.block, l) + static_cast<size_t>(s.offset) * kvd, src, sizeof(float) * kvd);
-      src += kvd;
-      std::memcpy(pool_.v(s.block, l) + static_cast<size_t>(s.offset) * kvd, src, sizeof(float) * kvd);
-      src += kvd;
+      pool_.store(s.block, l, s.offset, src, src + kvd);
+      src += 2 * static_cast<size_t>(kvd);
     }
   }
   return id;
@@ -214,9 +211,7 @@ void Engine::run_round(std::span<RoundPart> parts) {
       float* kt = k_.data() + static_cast<size_t>(t) * kvd;
       rope_apply(kt, c.n_kv_heads, c.head_dim, pairs, ct, st, c.rope_style);
       const KvSlot s = tok_seq_[t]->slot(tok_pos_[t]);
-      std::memcpy(pool_.k(s.block, l) + static_cast<size_t>(s.offset) * kvd, kt, sizeof(float) * kvd);
-      std::memcpy(pool_.v(s.block, l) + static_cast<size_t>(s.offset) * kvd, v_.data() + static_cast<size_t>(t) * kvd,
-                  sizeof(float) * kvd);
+      pool_.store(s.block, l, s.offset, kt, v_.data() + static_cast<size_t>(t) * kvd);
       float* qt = q_.data() + static_cast<size_t>(t) * qd;
       if (tok_has_sink_q_[t]) {
         float* qst = qs_.data() + static_cast<size_t>(t) * qd;
@@ -274,6 +269,7 @@ void Engine::attention(int layer, int T, int parts) {
   const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int bt = pool_.block_tokens();
   // One task per (token, KV head): the group's query heads walk the sink and
   // window runs of the paged cache together, online softmax, no gather.
   auto run = [&](size_t begin, size_t end) {
@@ -281,7 +277,7 @@ void Engine::attention(int layer, int T, int parts) {
     m.resize(static_cast<size_t>(group));
     l.resize(static_cast<size_t>(group));
     acc.resize(static_cast<size_t>(group) * hd);
-    scratch.resize(static_cast<size_t>(group) * pool_.block_tokens());
+    scratch.resize(static_cast<size_t>(attn_scratch_floats(group, hd)));
     for (size_t task = begin; task < end; ++task) {
       const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
       const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
@@ -297,8 +293,8 @@ void Engine::attention(int layer, int T, int parts) {
       attn_online_init(group, hd, m.data(), l.data(), acc.data());
       auto visit = [&](const float* q) {
         return [&, q](BlockId b, int off, int count, int64_t) {
-          const size_t row = static_cast<size_t>(off) * kvd + head_off;
-          attn_online_update(q, group, pool_.k(b, layer) + row, pool_.v(b, layer) + row, kvd, count, hd, scale,
+          attn_online_update(q, group, pool_.k(b, layer) + head_off * bt + off, bt,
+                             pool_.v(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, scale,
                              m.data(), l.data(), acc.data(), scratch.data());
         };
       };
@@ -316,6 +312,7 @@ void Engine::attention_observed(int layer, int T) {
   const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int bt = pool_.block_tokens();
 
   auto run = [&](size_t begin, size_t end) {
     thread_local std::vector<float> scores;
@@ -340,8 +337,7 @@ void Engine::attention_observed(int layer, int T) {
       size_t j = 0;
       auto score_run = [&](const float* q) {
         return [&, q](BlockId b, int off, int count, int64_t) {
-          attn_scores(q, pool_.k(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, scale,
-                      scores.data() + j);
+          attn_scores(q, pool_.k(b, layer) + head_off * bt + off, bt, count, hd, scale, scores.data() + j);
           j += static_cast<size_t>(count);
         };
       };

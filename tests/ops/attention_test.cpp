@@ -28,12 +28,14 @@ TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) {
   for (int hd : {1, 3, 8, 13, 64, 67}) {
     for (int count : {1, 5, 16, 33}) {
       const int stride = hd * 3 + 1;
-      std::vector<float> q(hd), rows(static_cast<size_t>(stride) * count);
+      const int col_stride = count + 3;  // K is dimension-major: key r, dim d at [d*col_stride + r]
+      std::vector<float> q(hd), rows(static_cast<size_t>(stride) * count), cols(static_cast<size_t>(col_stride) * hd);
       for (auto& v : q) v = u(rng);
       for (auto& v : rows) v = u(rng);
+      for (auto& v : cols) v = u(rng);
       std::vector<float> a(count), b(count);
-      attn_scores(q.data(), rows.data(), stride, count, hd, 0.37f, a.data());
-      attn_scores_scalar(q.data(), rows.data(), stride, count, hd, 0.37f, b.data());
+      attn_scores(q.data(), cols.data(), col_stride, count, hd, 0.37f, a.data());
+      attn_scores_scalar(q.data(), cols.data(), col_stride, count, hd, 0.37f, b.data());
       for (int i = 0; i < count; ++i) EXPECT_NEAR(a[i], b[i], 1e-5f) << hd << " " << count;
       std::vector<float> sm = a;
       softmax(a.data(), count);
@@ -66,26 +68,27 @@ TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
   for (int hd : {8, 13, 16, 64, 128}) {
     for (int g : {1, 2, 3, 4}) {
       for (int n : {1, 5, 16, 37, 100}) {
-        const int stride = hd * 3 + 1;  // rows of a block interleave other KV heads
-        std::vector<float> q(static_cast<size_t>(g) * hd), k(static_cast<size_t>(n) * stride),
+        const int stride = hd * 3 + 1;  // V rows of a block interleave other KV heads
+        const int col_stride = n + 5;   // K dimension-major, as in a block
+        std::vector<float> q(static_cast<size_t>(g) * hd), k(static_cast<size_t>(col_stride) * hd),
             v(static_cast<size_t>(n) * stride);
         for (auto& x : q) x = u(rng);
         for (auto& x : k) x = u(rng);
         for (auto& x : v) x = u(rng);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()), scratch(g * 16);
+        std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+            scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
         attn_online_init(g, hd, m.data(), l.data(), acc.data());
         for (int r0 = 0; r0 < n;) {
-          const int count = std::min(n - r0, 1 + (r0 * 7) % 16);  // run lengths 1..16
-          attn_online_update(q.data(), g, k.data() + static_cast<size_t>(r0) * stride,
-                             v.data() + static_cast<size_t>(r0) * stride, stride, count, hd, scale, m.data(), l.data(),
-                             acc.data(), scratch.data());
+          const int count = std::min(n - r0, 1 + (r0 * 7) % 37);  // run lengths 1..37
+          attn_online_update(q.data(), g, k.data() + r0, col_stride, v.data() + static_cast<size_t>(r0) * stride,
+                             stride, count, hd, scale, m.data(), l.data(), acc.data(), scratch.data());
           r0 += count;
         }
         attn_online_finish(g, hd, l.data(), acc.data(), out.data());
         for (int h = 0; h < g; ++h) {
           std::vector<float> p(static_cast<size_t>(n)), want(static_cast<size_t>(hd), 0.0f);
-          attn_scores_scalar(q.data() + h * hd, k.data(), stride, n, hd, scale, p.data());
+          attn_scores_scalar(q.data() + h * hd, k.data(), col_stride, n, hd, scale, p.data());
           softmax_scalar(p.data(), n);
           attn_accumulate_scalar(p.data(), v.data(), stride, n, hd, want.data());
           for (int d = 0; d < hd; ++d)

@@ -41,10 +41,9 @@ RunResult run(std::shared_ptr<const Model> m, const KvPolicy& pol, const std::ve
     const KvSlot s = seq->slot(u);
     std::vector<float> row;
     for (int l = 0; l < m->config.n_layers; ++l) {
-      const float* k = e.pool().k(s.block, l) + static_cast<size_t>(s.offset) * kvd;
-      const float* v = e.pool().v(s.block, l) + static_cast<size_t>(s.offset) * kvd;
-      row.insert(row.end(), k, k + kvd);
-      row.insert(row.end(), v, v + kvd);
+      const size_t at = row.size();
+      row.resize(at + 2 * static_cast<size_t>(kvd));
+      e.pool().load(s.block, l, s.offset, row.data() + at, row.data() + at + kvd);
     }
     r.kv.push_back(std::move(row));
   }
