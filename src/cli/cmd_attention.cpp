@@ -58,6 +58,7 @@ int AttentionCommand::run() {
 
   EngineOptions eo;
   eo.threads = model_.threads;
+  eo.act_quant = model_.activation_quant();
   eo.max_chunk = policy_.chunk;
   eo.kv_blocks = blocks_needed(pol.value(), static_cast<int64_t>(tokens.size()), eo.block_tokens, eo.max_chunk) + 1;
   Engine engine(model, eo);

@@ -95,6 +95,7 @@ int BenchCommand::run() {
 
   EngineOptions eo;
   eo.threads = model_.threads;
+  eo.act_quant = model_.activation_quant();
   eo.max_chunk = policy_.chunk;
   const int64_t max_prefill = *std::max_element(prefill->begin(), prefill->end());
   const int64_t dense_tokens = policy.bounded() ? 0 : std::max<int64_t>(max_prefill, positions->back() + samples_);

@@ -70,6 +70,7 @@ int GenerateCommand::run() {
 
   EngineOptions eo;
   eo.threads = model_.threads;
+  eo.act_quant = model_.activation_quant();
   eo.max_chunk = policy_.chunk;
   const int64_t budget =
       static_cast<int64_t>(prompt.size()) + (n_new_ > 0 ? n_new_ : 4 * model->config.trained_context);

@@ -182,6 +182,7 @@ int PerplexityCommand::run() {
   for (const auto& pol : pols) {
     EngineOptions eo;
     eo.threads = model_.threads;
+    eo.act_quant = model_.activation_quant();
     eo.max_chunk = policy_.chunk;
     if (pol.kind == PolicyKind::Recompute)
       eo.kv_blocks = 16 * blocks_needed(KvPolicy::dense(), pol.recompute_len, eo.block_tokens, eo.max_chunk);

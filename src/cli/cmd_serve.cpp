@@ -90,6 +90,7 @@ int ServeCommand::run() {
   SchedulerOptions sopts;
   sopts.policy = pols.value()[0];
   sopts.threads = model_.threads;
+  sopts.act_quant = model_.activation_quant();
   sopts.kv_blocks = kv_blocks_;
   sopts.max_chunk = policy_.chunk;
   sopts.max_batch = max_batch_;

@@ -24,6 +24,11 @@ void ModelFlags::add(CLI::App& app) {
       ->capture_default_str();
   app.add_option("-z,--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: next to the model)");
   app.add_option("-t,--threads", threads, "worker threads")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--act-quant", act_quant,
+                 "activations meeting Q4_0/Q8_0 weights: none (exact floats) or int8 (rounded per block of 32 as "
+                 "llama.cpp does; faster, AVX-512 VNNI/AMX)")
+      ->check(CLI::IsMember({"none", "int8"}))
+      ->capture_default_str();
 }
 
 Result<std::shared_ptr<const Model>> ModelFlags::load() const { return load_model(ModelLoadOptions{model, tokenizer}); }

@@ -7,6 +7,7 @@
 
 #include "kv/policy.h"
 #include "model/model.h"
+#include "ops/matmul.h"
 
 namespace ss::cli {
 
@@ -18,7 +19,9 @@ struct ModelFlags {
   std::string model;
   std::string tokenizer;
   int threads = 1;
+  std::string act_quant = "none";
   void add(CLI::App& app);
+  ActQuant activation_quant() const { return act_quant == "int8" ? ActQuant::Int8 : ActQuant::None; }
   Result<std::shared_ptr<const Model>> load() const;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/matmul_int8.h"
 #include "ops/matmul_kernels.h"
 
 namespace ss {
@@ -12,9 +13,24 @@ namespace {
 constexpr int64_t kMinWorkPerPart = 1 << 16;
 }  // namespace
 
-void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool) {
+void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq) {
   const int64_t work = w.ne0 * w.ne1 * n;
   const int parts = static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
+  if (aq == ActQuant::Int8 && int8_matmul_supported(w)) {
+    thread_local QuantizedActs buffer;
+    QuantizedActs& xq = buffer;  // the workers must see this thread's buffer, not their own
+    quantize_acts(x, n, w.ne0, xq);
+    // Row ranges in multiples of 16: the AMX kernel's tile height.
+    const size_t groups = static_cast<size_t>((w.ne1 + 15) / 16);
+    pool.parallel_for(
+        groups,
+        [&](size_t b, size_t e) {
+          matmul_int8_rows(w, xq, y, static_cast<int64_t>(b) * 16,
+                           std::min<int64_t>(static_cast<int64_t>(e) * 16, w.ne1));
+        },
+        parts);
+    return;
+  }
   if (parts == 1) {
     matmul_rows_simd(w, x, n, y, 0, w.ne1);
     return;

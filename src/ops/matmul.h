@@ -6,8 +6,14 @@
 
 namespace ss {
 
+// How activations meet quantized weights. None: weights decoded exactly,
+// float activations (every type). Int8: Q4_0/Q8_0 weights take activations
+// rounded to int8 per block of 32, as llama.cpp does (matmul_int8.h), where
+// the CPU has the kernels; other types and CPUs stay on the float path.
+enum class ActQuant { None, Int8 };
+
 // W: [rows=ne1 x cols=ne0]; X: [n x cols] (row stride cols); Y: [n x rows].
-void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool);
+void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq = ActQuant::None);
 
 // Scalar reference used by tests (no threading, plain loops).
 void matmul_reference(const TensorView& w, const float* x, int n, float* y);

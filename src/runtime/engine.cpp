@@ -193,9 +193,9 @@ void Engine::run_round(std::span<RoundPart> parts) {
     for (int t = 0; t < T; ++t)
       rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.attn_norm.f32(), dim, c.rms_eps,
                xb_.data() + static_cast<size_t>(t) * dim);
-    matmul(L.wq, xb_.data(), T, q_.data(), threads_);
-    matmul(L.wk, xb_.data(), T, k_.data(), threads_);
-    matmul(L.wv, xb_.data(), T, v_.data(), threads_);
+    matmul(L.wq, xb_.data(), T, q_.data(), threads_, opts_.act_quant);
+    matmul(L.wk, xb_.data(), T, k_.data(), threads_, opts_.act_quant);
+    matmul(L.wv, xb_.data(), T, v_.data(), threads_, opts_.act_quant);
     if (c.qkv_bias) {
       for (int t = 0; t < T; ++t) {
         for (int d = 0; d < qd; ++d) q_[static_cast<size_t>(t) * qd + d] += L.bq.f32()[d];
@@ -222,15 +222,15 @@ void Engine::run_round(std::span<RoundPart> parts) {
       rope_apply(qt, c.n_heads, c.head_dim, pairs, ct, st, c.rope_style);
     }
     attention(l, T, attn_parts);
-    matmul(L.wo, att_.data(), T, tmp_.data(), threads_);
+    matmul(L.wo, att_.data(), T, tmp_.data(), threads_, opts_.act_quant);
     for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
     for (int t = 0; t < T; ++t)
       rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.ffn_norm.f32(), dim, c.rms_eps,
                xb_.data() + static_cast<size_t>(t) * dim);
-    matmul(L.w_gate, xb_.data(), T, hb_.data(), threads_);
-    matmul(L.w_up, xb_.data(), T, hb2_.data(), threads_);
+    matmul(L.w_gate, xb_.data(), T, hb_.data(), threads_, opts_.act_quant);
+    matmul(L.w_up, xb_.data(), T, hb2_.data(), threads_, opts_.act_quant);
     swiglu(hb_.data(), hb2_.data(), T * hid, hb_.data());
-    matmul(L.w_down, hb_.data(), T, tmp_.data(), threads_);
+    matmul(L.w_down, hb_.data(), T, tmp_.data(), threads_, opts_.act_quant);
     for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
   }
 
@@ -256,7 +256,7 @@ void Engine::run_round(std::span<RoundPart> parts) {
     for (int r = 0; r < R; ++r)
       rms_norm(x_.data() + static_cast<size_t>(logit_rows_[r]) * dim, m.output_norm.f32(), dim, c.rms_eps,
                normed_.data() + static_cast<size_t>(r) * dim);
-    matmul(m.output, normed_.data(), R, logits_buf_.data(), threads_);
+    matmul(m.output, normed_.data(), R, logits_buf_.data(), threads_, opts_.act_quant);
     for (int r = 0; r < R; ++r)
       std::memcpy(logit_outs_[r], logits_buf_.data() + static_cast<size_t>(r) * c.n_vocab, sizeof(float) * c.n_vocab);
   }

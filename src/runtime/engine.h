@@ -11,6 +11,7 @@
 #include "kv/policy.h"
 #include "kv/sequence_kv.h"
 #include "model/model.h"
+#include "ops/matmul.h"
 #include "ops/rope.h"
 #include "util/result.h"
 #include "util/thread_pool.h"
@@ -22,6 +23,9 @@ struct EngineOptions {
   int kv_blocks = 256;  // blocks in the pool, shared by all sequences
   int block_tokens = 16;
   int max_chunk = 64;  // most tokens of one sequence per internal step
+  // Int8: Q4_0/Q8_0 weights take int8-rounded activations (llama.cpp's
+  // arithmetic, faster); None: exact float activations for every type.
+  ActQuant act_quant = ActQuant::None;
 };
 
 using SeqId = int32_t;

@@ -38,6 +38,7 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
     : model_(model), opts_(opts), tokenizer_(model->vocab), engine_(model, [&] {
         EngineOptions eo;
         eo.threads = opts.threads;
+        eo.act_quant = opts.act_quant;
         eo.max_chunk = opts.max_chunk;
         const int per = blocks_needed(opts.policy.bounded() ? opts.policy : KvPolicy::dense(),
                                       model->config.trained_context, eo.block_tokens, eo.max_chunk);

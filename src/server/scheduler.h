@@ -27,6 +27,7 @@ namespace ss {
 struct SchedulerOptions {
   KvPolicy policy;
   int threads = 1;
+  ActQuant act_quant = ActQuant::None;
   int kv_blocks = 0;  // 0: enough for max_sessions + max_batch sequences
   int max_chunk = 64;
   int max_batch = 64;   // active requests per step

@@ -1,0 +1,437 @@
+#include "ops/matmul_int8.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "util/check.h"
+#include "util/fp16.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace ss {
+
+namespace {
+
+bool int8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+
+// Block b of a Q4_0 or Q8_0 row as 32 signed integers (Q4_0: nibble - 8).
+void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* scale) {
+  uint16_t h;
+  if (t == GgmlType::Q4_0) {
+    const uint8_t* blk = row + b * 18;
+    std::memcpy(&h, blk, 2);
+    for (int i = 0; i < 16; ++i) {
+      out[i] = static_cast<int8_t>((blk[2 + i] & 0x0F) - 8);
+      out[i + 16] = static_cast<int8_t>((blk[2 + i] >> 4) - 8);
+    }
+  } else {
+    const uint8_t* blk = row + b * 34;
+    std::memcpy(&h, blk, 2);
+    std::memcpy(out, blk + 2, 32);
+  }
+  *scale = fp16_to_fp32(h);
+}
+
+std::atomic<bool> g_allow_amx{true};
+
+}  // namespace
+
+namespace {
+// One block of 32: d = max|x| / 127, q = x / d rounded to nearest (ties to
+// even, as the SIMD conversion rounds), returns the sum of q.
+int32_t quantize_block_scalar(const float* x, int8_t* q, float* d_out) {
+  float amax = 0;
+  for (int i = 0; i < kActBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
+  const float d = amax / 127.0f;
+  const float id = d > 0 ? 1.0f / d : 0.0f;
+  int32_t s = 0;
+  for (int i = 0; i < kActBlock; ++i) {
+    q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
+    s += q[i];
+  }
+  *d_out = d;
+  return s;
+}
+
+int32_t quantize_block(const float* x, int8_t* q, float* d_out);
+}  // namespace
+
+void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out) {
+  SS_CHECK(cols % kActBlock == 0);
+  const int64_t nb = cols / kActBlock;
+  out.n = n;
+  out.cols = cols;
+  out.q.resize(static_cast<size_t>(n * cols));
+  out.d.resize(static_cast<size_t>(n * nb));
+  out.sum.resize(static_cast<size_t>(n * nb));
+  for (int t = 0; t < n; ++t)
+    for (int64_t b = 0; b < nb; ++b) {
+      const size_t i = static_cast<size_t>(t * nb + b);
+      out.sum[i] = quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i]);
+    }
+  // AMX operand: per 16 rows and block, [k/4][row][4] bytes (rows past n: 0).
+  out.packed.clear();
+  out.packed_d.clear();
+  if (n < 4) return;
+  const int groups = (n + 15) / 16;
+  out.packed.assign(static_cast<size_t>(groups) * nb * 512, 0);
+  out.packed_d.assign(static_cast<size_t>(groups) * nb * 16, 0.0f);
+  for (int t = 0; t < n; ++t) {
+    const int g = t / 16, row = t % 16;
+    const int8_t* src = out.q.data() + t * cols;
+    int8_t* dst = out.packed.data() + g * nb * 512 + row * 4;
+    for (int64_t k4 = 0; k4 < nb * 8; ++k4) std::memcpy(dst + k4 * 64, src + k4 * 4, 4);
+    for (int64_t b = 0; b < nb; ++b)
+      out.packed_d[static_cast<size_t>((g * nb + b) * 16 + row)] = out.d[static_cast<size_t>(t * nb + b)];
+  }
+}
+
+void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y) {
+  const int64_t nb = xq.blocks(), rows = w.ne1;
+  int8_t wi[kActBlock];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int t = 0; t < xq.n; ++t) {
+      float s = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        float dw;
+        block_ints(w.type, w.row(r), b, wi, &dw);
+        const int8_t* xb = xq.q.data() + t * xq.cols + b * kActBlock;
+        int32_t dot = 0;
+        for (int i = 0; i < kActBlock; ++i) dot += wi[i] * xb[i];
+        s += dw * xq.d[static_cast<size_t>(t * nb + b)] * static_cast<float>(dot);
+      }
+      y[t * rows + r] = s;
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+namespace {
+
+#define SS_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")))
+#define SS_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,amx-tile,amx-int8")))
+
+bool cpu_has_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vnni");
+}
+
+// AMX needs the kernel's permission to use the tile state (Linux 5.16+).
+bool amx_enabled() {
+  static const bool ok = [] {
+    if (!cpu_has_vnni()) return false;
+    unsigned eax, ebx, ecx, edx;
+    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
+    const bool tile = (edx >> 24) & 1, int8 = (edx >> 25) & 1;
+    if (!tile || !int8) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return ok;
+}
+
+// The 64 weights of blocks b, b+1 of a row as bytes in natural element order,
+// made unsigned for vpdpbusd: Q4_0 nibbles (value + 8), Q8_0 int8 ^ 0x80
+// (value + 128). The offset comes back out through the activation sums.
+template <GgmlType T>
+SS_VNNI inline __m512i load_pair(const uint8_t* p0, const uint8_t* p1) {
+  if constexpr (T == GgmlType::Q4_0) {
+    const __m256i y =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + 2))),
+                                _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + 2)), 1);
+    __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1);
+    z = _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
+    return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));  // [lo0, hi0, lo1, hi1]
+  } else {
+    const __m512i z =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0 + 2))),
+                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1 + 2)), 1);
+    return _mm512_xor_si512(z, _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+}
+
+template <GgmlType T>
+constexpr int64_t kBlockBytes = T == GgmlType::Q4_0 ? 18 : 34;
+template <GgmlType T>
+constexpr int32_t kOffset = T == GgmlType::Q4_0 ? 8 : 128;
+
+SS_VNNI inline __m128 pair_scales(const uint8_t* p0, const uint8_t* p1) {
+  uint16_t h0, h1;
+  std::memcpy(&h0, p0, 2);
+  std::memcpy(&h1, p1, 2);
+  return _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h0 | (static_cast<uint32_t>(h1) << 16))));
+}
+
+// R weight rows (decoded once per block pair) against NT activation rows
+// starting at t0: y[k * y_stride + q].
+template <GgmlType T, int R, int NT>
+SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                       int64_t prefetch_ahead) {
+  constexpr int64_t BB = kBlockBytes<T>;
+  const int64_t nb = xq.blocks(), cols = xq.cols;
+  const __m512i lane_block = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m512 acc[R][NT];
+  for (int q = 0; q < R; ++q)
+    for (int k = 0; k < NT; ++k) acc[q][k] = _mm512_setzero_ps();
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    __m512i xv[NT], bias[NT];
+    __m128 dx[NT];
+    for (int k = 0; k < NT; ++k) {
+      const int t = t0 + k;
+      xv[k] = _mm512_loadu_si512(xq.q.data() + t * cols + b * kActBlock);
+      const int32_t* s = xq.sum.data() + t * nb + b;
+      bias[k] = _mm512_mask_set1_epi32(_mm512_maskz_set1_epi32(0x0001, -kOffset<T> * s[0]), 0x0100, -kOffset<T> * s[1]);
+      dx[k] = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(xq.d.data() + t * nb + b)));
+    }
+    for (int q = 0; q < R; ++q) {
+      const uint8_t* p0 = rows[q] + b * BB;
+      _mm_prefetch(reinterpret_cast<const char*>(p0 + prefetch_ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(p0 + prefetch_ahead + 64), _MM_HINT_T0);
+      const __m512i w = load_pair<T>(p0, p0 + BB);
+      const __m128 dw = pair_scales(p0, p0 + BB);
+      for (int k = 0; k < NT; ++k) {
+        const __m512i dp = _mm512_dpbusd_epi32(bias[k], w, xv[k]);
+        const __m512 sc = _mm512_permutexvar_ps(lane_block, _mm512_castps128_ps512(_mm_mul_ps(dw, dx[k])));
+        acc[q][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), sc, acc[q][k]);
+      }
+    }
+  }
+  for (int q = 0; q < R; ++q)
+    for (int k = 0; k < NT; ++k) {
+      float s = _mm512_reduce_add_ps(acc[q][k]);
+      for (int64_t bl = b; bl < nb; ++bl) {  // an odd last block
+        int8_t wi[kActBlock];
+        float dw;
+        block_ints(T, rows[q], bl, wi, &dw);
+        const int8_t* xb = xq.q.data() + (t0 + k) * cols + bl * kActBlock;
+        int32_t dot = 0;
+        for (int i = 0; i < kActBlock; ++i) dot += wi[i] * xb[i];
+        s += dw * xq.d[static_cast<size_t>((t0 + k) * nb + bl)] * static_cast<float>(dot);
+      }
+      y[k * y_stride + q] = s;
+    }
+}
+
+template <GgmlType T, int NT>
+SS_VNNI void vnni_rows(const TensorView& w, const QuantizedActs& xq, int t0, float* y, int64_t r0, int64_t r1) {
+  const int64_t rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, w.ne0));
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    const uint8_t* rs[4] = {w.row(r), w.row(r + 1), w.row(r + 2), w.row(r + 3)};
+    vnni_tile<T, 4, NT>(rs, xq, t0, y + t0 * rows + r, rows, 4 * rb);
+  }
+  for (; r < r1; ++r) {
+    const uint8_t* rs[1] = {w.row(r)};
+    vnni_tile<T, 1, NT>(rs, xq, t0, y + t0 * rows + r, rows, rb);
+  }
+}
+
+template <GgmlType T>
+SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+  int t = 0;
+  for (; t + 4 <= xq.n; t += 4) vnni_rows<T, 4>(w, xq, t, y, r0, r1);
+  switch (xq.n - t) {
+    case 3:
+      vnni_rows<T, 3>(w, xq, t, y, r0, r1);
+      break;
+    case 2:
+      vnni_rows<T, 2>(w, xq, t, y, r0, r1);
+      break;
+    case 1:
+      vnni_rows<T, 1>(w, xq, t, y, r0, r1);
+      break;
+    default:
+      break;
+  }
+}
+
+// A row's blocks as signed int8 (dst[b*32 + i]) and scales (dw[b * dw_stride]).
+template <GgmlType T>
+SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, float* dw, int64_t dw_stride) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = row + b * kBlockBytes<T>;
+    uint16_t h;
+    std::memcpy(&h, blk, 2);
+    dw[b * dw_stride] = fp16_to_fp32(h);
+    if constexpr (T == GgmlType::Q4_0) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+      const __m128i m = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, m), eight);
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m), eight);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * kActBlock), _mm256_set_m128i(hi, lo));
+    } else {
+      std::memcpy(dst + b * kActBlock, blk + 2, kActBlock);
+    }
+  }
+}
+
+// AMX: C[16 weight rows][16 activation rows] per block of 32, one tdpbssd
+// (weights as signed int8 in A, activations VNNI-packed in B), then scaled by
+// d_w (per row) * d_x (per activation) into float sums held in 16 registers.
+struct TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Scales block b's integer products (C rows = weight rows, lanes = the
+// group's activations) into the float sums.
+SS_AMX inline void amx_scale(const int32_t (*c)[16], const float* dx, const float* dw, __m512* acc) {
+  const __m512 dxv = _mm512_loadu_ps(dx);
+  for (int m = 0; m < 16; ++m)
+    acc[m] =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[m])), _mm512_mul_ps(dxv, _mm512_set1_ps(dw[m])), acc[m]);
+}
+
+SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1;
+  // Tiles 0, 1: C (16 x 16 int32); 2, 4: A (16 weight rows x 32 int8);
+  // 3, 5: B (8 x 16 activations x 4 int8). Two sets, so block b+1 multiplies
+  // while block b's product is stored and scaled.
+  TileConfig cfg;
+  for (int tile : {0, 1}) {
+    cfg.colsb[tile] = 64;
+    cfg.rows[tile] = 16;
+  }
+  for (int tile : {2, 4}) {
+    cfg.colsb[tile] = 32;
+    cfg.rows[tile] = 16;
+  }
+  for (int tile : {3, 5}) {
+    cfg.colsb[tile] = 64;
+    cfg.rows[tile] = 8;
+  }
+  _tile_loadconfig(&cfg);
+  thread_local std::vector<int8_t> wbuf;  // [16][cols] signed weights
+  thread_local std::vector<float> dwbuf;  // [nb][16] weight scales
+  wbuf.resize(static_cast<size_t>(16 * cols));
+  dwbuf.resize(static_cast<size_t>(16 * nb));
+  alignas(64) int32_t c0[16][16], c1[16][16];
+  alignas(64) float out[16][16];
+  const int groups = (xq.n + 15) / 16;
+  for (int64_t rt = r0; rt < r1; rt += 16) {
+    const int nr = static_cast<int>(std::min<int64_t>(16, r1 - rt));
+    for (int m = 0; m < 16; ++m) {
+      if (m < nr) {
+        if (w.type == GgmlType::Q4_0)
+          decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wbuf.data() + m * cols, dwbuf.data() + m, 16);
+        else
+          decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wbuf.data() + m * cols, dwbuf.data() + m, 16);
+      } else {
+        std::memset(wbuf.data() + m * cols, 0, static_cast<size_t>(cols));
+        for (int64_t b = 0; b < nb; ++b) dwbuf[b * 16 + m] = 0;
+      }
+    }
+    for (int g = 0; g < groups; ++g) {
+      __m512 acc[16];
+      for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
+      const int8_t* bq = xq.packed.data() + g * nb * 512;
+      const float* dx = xq.packed_d.data() + g * nb * 16;
+      _tile_zero(0);
+      _tile_loadd(2, wbuf.data(), cols);
+      _tile_loadd(3, bq, 64);
+      _tile_dpbssd(0, 2, 3);
+      for (int64_t b = 0; b < nb; b += 2) {
+        if (b + 1 < nb) {
+          _tile_zero(1);
+          _tile_loadd(4, wbuf.data() + (b + 1) * kActBlock, cols);
+          _tile_loadd(5, bq + (b + 1) * 512, 64);
+          _tile_dpbssd(1, 4, 5);
+        }
+        _tile_stored(0, c0, 64);
+        amx_scale(c0, dx + b * 16, dwbuf.data() + b * 16, acc);
+        if (b + 1 < nb) {
+          if (b + 2 < nb) {
+            _tile_zero(0);
+            _tile_loadd(2, wbuf.data() + (b + 2) * kActBlock, cols);
+            _tile_loadd(3, bq + (b + 2) * 512, 64);
+            _tile_dpbssd(0, 2, 3);
+          }
+          _tile_stored(1, c1, 64);
+          amx_scale(c1, dx + (b + 1) * 16, dwbuf.data() + (b + 1) * 16, acc);
+        }
+      }
+      const int na = std::min(16, xq.n - g * 16);
+      for (int m = 0; m < 16; ++m) _mm512_store_ps(out[m], acc[m]);
+      for (int j = 0; j < na; ++j)
+        for (int m = 0; m < nr; ++m) y[(g * 16 + j) * rows + rt + m] = out[m][j];
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace
+
+namespace {
+
+SS_VNNI int32_t quantize_block_vnni(const float* x, int8_t* q, float* d_out) {
+  const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+  const float d = amax / 127.0f;
+  const __m512 id = _mm512_set1_ps(d > 0 ? 1.0f / d : 0.0f);
+  // Round to nearest even (the default rounding mode), as nearbyint does.
+  const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, id)), qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, id));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(qa));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(qb));
+  *d_out = d;
+  return _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+}
+
+}  // namespace
+
+namespace {
+int32_t quantize_block(const float* x, int8_t* q, float* d_out) {
+  static const bool vnni = cpu_has_vnni();
+  return vnni ? quantize_block_vnni(x, q, d_out) : quantize_block_scalar(x, q, d_out);
+}
+}  // namespace
+
+bool int8_matmul_supported(const TensorView& w) {
+  static const bool vnni = cpu_has_vnni();
+  return vnni && int8_type(w.type) && w.ne0 % kActBlock == 0;
+}
+
+void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+  SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
+  if (xq.n >= 4 && !xq.packed.empty() && g_allow_amx.load(std::memory_order_relaxed) && amx_enabled())
+    return amx_matmul(w, xq, y, r0, r1);
+  if (w.type == GgmlType::Q4_0)
+    vnni_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
+  else
+    vnni_matmul<GgmlType::Q8_0>(w, xq, y, r0, r1);
+}
+
+const char* int8_kernels() {
+  if (!cpu_has_vnni()) return "none";
+  return amx_enabled() ? "amx+avx512-vnni" : "avx512-vnni";
+}
+
+#else  // no x86: the float path only
+
+namespace {
+int32_t quantize_block(const float* x, int8_t* q, float* d_out) { return quantize_block_scalar(x, q, d_out); }
+}  // namespace
+
+bool int8_matmul_supported(const TensorView&) { return false; }
+void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t, int64_t) {
+  SS_CHECK(false && "int8 matmul without a kernel");
+}
+const char* int8_kernels() { return "none"; }
+
+#endif
+
+void int8_allow_amx(bool allow) { g_allow_amx.store(allow); }
+
+}  // namespace ss

@@ -1,0 +1,54 @@
+#pragma once
+// Int8-activation matmul for Q4_0 and Q8_0 weights: the arithmetic llama.cpp
+// uses for these types. Activations are rounded per block of 32 to int8 with
+// one float scale (d = max|x| / 127, so each value moves by at most d / 2);
+// weight blocks stay integers; each (weight block, activation block) pair is
+// an exact integer dot product, scaled once by d_w * d_x. That rounding is the
+// only difference from the float path (matmul with ActQuant::None), which
+// multiplies exactly dequantized weights with float activations.
+//
+// Kernels: AVX-512 VNNI (64 multiply-adds per instruction) for one to a few
+// activation rows, AMX int8 tiles (16 x 16 x 32 per instruction) for batches;
+// matmul_int8_reference is their scalar twin. Where the CPU has neither,
+// int8_matmul_supported() is false and callers keep the float path.
+#include <cstdint>
+#include <vector>
+
+#include "format/tensor.h"
+
+namespace ss {
+
+inline constexpr int kActBlock = 32;
+
+// X [n x cols] rounded in blocks of 32 along cols (cols % 32 == 0):
+// q [n x cols], d and sum [n x cols/32] (sum = the block's sum of q).
+struct QuantizedActs {
+  int n = 0;
+  int64_t cols = 0;
+  std::vector<int8_t> q;
+  std::vector<float> d;
+  std::vector<int32_t> sum;
+  // For AMX: q repacked per 16 activation rows and block as the tile unit
+  // expects (VNNI order: [row group][block][k/4][row][4]); rows past n are 0.
+  std::vector<int8_t> packed;
+  std::vector<float> packed_d;  // d in the same grouping: [row group][block][row]
+
+  int64_t blocks() const { return cols / kActBlock; }
+};
+
+void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out);
+
+// W's type and row length fit, and this CPU has a kernel for them.
+bool int8_matmul_supported(const TensorView& w);
+// Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are
+// multiples of 16 except at the end of W (the AMX path works in 16-row tiles).
+void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
+// Scalar twin of matmul_int8_rows over all rows.
+void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y);
+
+// Which kernels this process uses: "amx+avx512-vnni", "avx512-vnni" or "none".
+const char* int8_kernels();
+// Tests: 0 = VNNI only (no AMX) for every batch size; 1 = default choice.
+void int8_allow_amx(bool allow);
+
+}  // namespace ss

@@ -1,0 +1,132 @@
+// Int8-activation matmul: activation rounding within its bound, the SIMD
+// kernels (AVX-512 VNNI, AMX tiles) against their scalar twin at odd sizes,
+// and the whole path against the exact float path within the error the
+// activation rounding can cause.
+#include "ops/matmul_int8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ops/matmul.h"
+
+namespace ss {
+namespace {
+
+TensorView random_weights(GgmlType t, int rows, int cols, std::mt19937& rng, std::vector<uint8_t>& storage) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> wf(static_cast<size_t>(rows) * cols);
+  for (auto& v : wf) v = u(rng);
+  storage.assign(row_bytes(t, cols) * rows, 0);
+  for (int r = 0; r < rows; ++r)
+    quantize_row(t, wf.data() + static_cast<size_t>(r) * cols, storage.data() + r * row_bytes(t, cols), cols);
+  TensorView w;
+  w.type = t;
+  w.ne0 = cols;
+  w.ne1 = rows;
+  w.data = storage.data();
+  return w;
+}
+
+TEST(Int8Matmul, ActivationRoundingStaysWithinHalfAStep) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3, 3);
+  const int n = 3, cols = 96;
+  std::vector<float> x(n * cols);
+  for (auto& v : x) v = u(rng);
+  for (int i = 0; i < 32; ++i) x[32 + i] = 0;  // an all-zero block: d = 0, q = 0
+  QuantizedActs xq;
+  quantize_acts(x.data(), n, cols, xq);
+  ASSERT_EQ(xq.blocks(), 3);
+  for (int t = 0; t < n; ++t)
+    for (int b = 0; b < 3; ++b) {
+      const float d = xq.d[t * 3 + b];
+      float amax = 0;
+      int32_t sum = 0;
+      for (int i = 0; i < 32; ++i) {
+        const int idx = t * cols + b * 32 + i;
+        amax = std::max(amax, std::fabs(x[idx]));
+        EXPECT_LE(std::fabs(xq.q[idx] * d - x[idx]), d * 0.5f + 1e-6f);
+        EXPECT_LE(std::abs(static_cast<int>(xq.q[idx])), 127);
+        sum += xq.q[idx];
+      }
+      EXPECT_FLOAT_EQ(d, amax / 127.0f);
+      EXPECT_EQ(xq.sum[t * 3 + b], sum);
+    }
+}
+
+// Both kernels (AMX allowed or not), one and two threads, against the twin;
+// and against the exact float path within sum_i |w_i| * d_x / 2 per block.
+TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  bool any = false;
+  ThreadPool pool1(1), pool2(2);
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    for (int cols : {32, 96, 320, 2048}) {
+      for (int rows : {1, 5, 17, 67}) {
+        std::vector<uint8_t> storage;
+        const TensorView w = random_weights(t, rows, cols, rng, storage);
+        if (!int8_matmul_supported(w)) continue;
+        any = true;
+        for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33}) {
+          std::vector<float> x(static_cast<size_t>(n) * cols);
+          for (auto& v : x) v = u(rng);
+          QuantizedActs xq;
+          quantize_acts(x.data(), n, cols, xq);
+          std::vector<float> twin(static_cast<size_t>(n) * rows), exact(twin.size()), bound(twin.size(), 0.0f);
+          matmul_int8_reference(w, xq, twin.data());
+          matmul_reference(w, x.data(), n, exact.data());
+          std::vector<float> wrow(static_cast<size_t>(cols));
+          std::vector<float> scale(twin.size(), 0.0f);  // sum of |terms|: the float rounding scale
+          for (int r = 0; r < rows; ++r) {
+            dequantize_row(t, w.row(r), wrow.data(), cols);
+            for (int k = 0; k < n; ++k)
+              for (int i = 0; i < cols; ++i) {
+                const size_t o = static_cast<size_t>(k) * rows + r;
+                bound[o] += std::fabs(wrow[i]) * xq.d[static_cast<size_t>(k * (cols / 32) + i / 32)] * 0.5f;
+                scale[o] += std::fabs(wrow[i] * x[static_cast<size_t>(k) * cols + i]);
+              }
+          }
+          for (bool amx : {false, true}) {
+            int8_allow_amx(amx);
+            for (ThreadPool* pool : {&pool1, &pool2}) {
+              std::vector<float> y(twin.size(), NAN);
+              matmul(w, x.data(), n, y.data(), *pool, ActQuant::Int8);
+              for (size_t o = 0; o < y.size(); ++o) {
+                ASSERT_NEAR(y[o], twin[o], 2e-6f * (scale[o] + bound[o]) + 1e-6f)
+                    << type_name(static_cast<uint32_t>(t)) << " cols=" << cols << " rows=" << rows << " n=" << n
+                    << " amx=" << amx << " out=" << o;
+                ASSERT_LE(std::fabs(y[o] - exact[o]), bound[o] * 1.0001f + 1e-4f * scale[o] + 1e-6f)
+                    << type_name(static_cast<uint32_t>(t)) << " cols=" << cols << " n=" << n << " out=" << o;
+              }
+            }
+          }
+          int8_allow_amx(true);
+        }
+      }
+    }
+  }
+  std::printf("int8 kernels: %s\n", int8_kernels());
+  if (!any) GTEST_SKIP() << "no int8 kernel on this CPU (needs AVX-512 VNNI)";
+}
+
+TEST(Int8Matmul, OtherTypesStayOnTheFloatPath) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> u(-1, 1);
+  ThreadPool pool(1);
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q4_K}) {
+    std::vector<uint8_t> storage;
+    const TensorView w = random_weights(t, 9, 256, rng, storage);
+    EXPECT_FALSE(int8_matmul_supported(w));
+    std::vector<float> x(2 * 256), a(18), b(18);
+    for (auto& v : x) v = u(rng);
+    matmul(w, x.data(), 2, a.data(), pool, ActQuant::None);
+    matmul(w, x.data(), 2, b.data(), pool, ActQuant::Int8);
+    EXPECT_EQ(a, b);
+  }
+}
+
+}  // namespace
+}  // namespace ss
