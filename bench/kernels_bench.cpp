@@ -8,6 +8,7 @@
 #include "format/ggml_types.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
+#include "ops/matmul_int8.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
 #include "util/thread_pool.h"
@@ -55,6 +56,40 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
       for (int n : {1, 16}) b->Args({t, shape.first, shape.second, n});
 }
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
+// Q4_0 / Q8_0 with int8 activations (ActQuant::Int8): VNNI for n < 4, AMX
+// tiles above where the CPU has them.
+void BM_MatmulInt8(benchmark::State& st) {
+  const auto type = static_cast<ss::GgmlType>(st.range(0));
+  const int64_t rows = st.range(1), cols = st.range(2);
+  const int n = static_cast<int>(st.range(3));
+  const auto wf = random_floats(static_cast<size_t>(rows * cols));
+  const size_t rb = ss::row_bytes(type, cols);
+  std::vector<uint8_t> wq(rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) ss::quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
+  ss::TensorView w;
+  w.type = type;
+  w.ne0 = cols;
+  w.ne1 = rows;
+  w.data = wq.data();
+  if (!ss::int8_matmul_supported(w)) {
+    st.SkipWithError("no int8 kernel on this CPU");
+    return;
+  }
+  const auto x = random_floats(static_cast<size_t>(n * cols), 2);
+  std::vector<float> y(static_cast<size_t>(n * rows));
+  ss::ThreadPool pool(1);
+  for (auto _ : st) {
+    ss::matmul(w, x.data(), n, y.data(), pool, ss::ActQuant::Int8);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * st.iterations(), benchmark::Counter::kIsRate);
+  st.counters["GB/s"] =
+      benchmark::Counter(static_cast<double>(wq.size()) * st.iterations(), benchmark::Counter::kIsRate);
+  st.SetLabel(std::string(ss::type_name(static_cast<uint32_t>(type))) + " " + ss::int8_kernels());
+}
+BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2}, {2048}, {2048}, {1, 16, 64}});
+BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
+
 // stories260K's F32 shapes (rows x cols): q/o, gate/up, down, output.
 BENCHMARK(BM_Matmul)->Args({0, 64, 64, 1})->Args({0, 172, 64, 1})->Args({0, 64, 172, 1})->Args({0, 512, 64, 1});
 

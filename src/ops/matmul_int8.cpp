@@ -262,7 +262,7 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, float*
     const uint8_t* blk = row + b * kBlockBytes<T>;
     uint16_t h;
     std::memcpy(&h, blk, 2);
-    dw[b * dw_stride] = fp16_to_fp32(h);
+    dw[b * dw_stride] = _cvtsh_ss(h);
     if constexpr (T == GgmlType::Q4_0) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
       const __m128i m = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
@@ -294,6 +294,16 @@ SS_AMX inline void amx_scale(const int32_t (*c)[16], const float* dx, const floa
     acc[m] =
         _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[m])), _mm512_mul_ps(dxv, _mm512_set1_ps(dw[m])), acc[m]);
 }
+
+// GCC's tile intrinsics paste the tile number into the instruction text, so
+// it must be a literal: a macro, not a template.
+#define SS_AMX_ISSUE(C, A, B, a, a_stride, b) \
+  do {                                        \
+    _tile_zero(C);                            \
+    _tile_loadd(A, a, a_stride);              \
+    _tile_loadd(B, b, 64);                    \
+    _tile_dpbssd(C, A, B);                    \
+  } while (0)
 
 SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1;
@@ -339,30 +349,23 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
       const int8_t* bq = xq.packed.data() + g * nb * 512;
       const float* dx = xq.packed_d.data() + g * nb * 16;
-      _tile_zero(0);
-      _tile_loadd(2, wbuf.data(), cols);
-      _tile_loadd(3, bq, 64);
-      _tile_dpbssd(0, 2, 3);
+      // Block b's product is stored one step after its multiply is issued
+      // and scaled one step after that, so neither waits on the tile unit.
+      auto scale = [&](const int32_t(*c)[16], int64_t blk) {
+        amx_scale(c, dx + blk * 16, dwbuf.data() + blk * 16, acc);
+      };
+      SS_AMX_ISSUE(0, 2, 3, wbuf.data(), cols, bq);
       for (int64_t b = 0; b < nb; b += 2) {
-        if (b + 1 < nb) {
-          _tile_zero(1);
-          _tile_loadd(4, wbuf.data() + (b + 1) * kActBlock, cols);
-          _tile_loadd(5, bq + (b + 1) * 512, 64);
-          _tile_dpbssd(1, 4, 5);
-        }
+        if (b + 1 < nb) SS_AMX_ISSUE(1, 4, 5, wbuf.data() + (b + 1) * kActBlock, cols, bq + (b + 1) * 512);
         _tile_stored(0, c0, 64);
-        amx_scale(c0, dx + b * 16, dwbuf.data() + b * 16, acc);
+        if (b > 0) scale(c1, b - 1);
         if (b + 1 < nb) {
-          if (b + 2 < nb) {
-            _tile_zero(0);
-            _tile_loadd(2, wbuf.data() + (b + 2) * kActBlock, cols);
-            _tile_loadd(3, bq + (b + 2) * 512, 64);
-            _tile_dpbssd(0, 2, 3);
-          }
+          if (b + 2 < nb) SS_AMX_ISSUE(0, 2, 3, wbuf.data() + (b + 2) * kActBlock, cols, bq + (b + 2) * 512);
           _tile_stored(1, c1, 64);
-          amx_scale(c1, dx + (b + 1) * 16, dwbuf.data() + (b + 1) * 16, acc);
         }
+        scale(c0, b);
       }
+      if (nb % 2 == 0) scale(c1, nb - 1);
       const int na = std::min(16, xq.n - g * 16);
       for (int m = 0; m < 16; ++m) _mm512_store_ps(out[m], acc[m]);
       for (int j = 0; j < na; ++j)
