@@ -1,6 +1,8 @@
 #include "util/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "util/check.h"
 
@@ -18,6 +20,28 @@ ThreadPool::~ThreadPool() {
   cv_work_.notify_all();
   for (auto& t : workers_) t.join();
 }
+
+namespace {
+// Spin at most this long for a job or for the workers to finish.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// True once pred() holds within kSpin.
+template <class Pred>
+bool spin_until(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+}  // namespace
 
 static void run_part(const std::function<void(size_t, size_t)>& fn, size_t n, int parts, int idx) {
   const size_t begin = n * static_cast<size_t>(idx) / static_cast<size_t>(parts);
@@ -39,13 +63,17 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     job_ = &fn;
     job_n_ = n;
     job_parts_ = parts;
-    pending_ = parts - 1;
-    ++generation_;
+    pending_.store(parts - 1);
+    generation_.fetch_add(1);
   }
   cv_work_.notify_all();
   run_part(fn, n, parts, 0);
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [this] { return pending_ == 0; });
+  auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(done)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_done_.wait(lock, done);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   job_ = nullptr;
 }
 
@@ -55,9 +83,13 @@ void ThreadPool::worker_loop(int index) {
     const std::function<void(size_t, size_t)>* job;
     size_t n;
     int parts;
+    auto ready = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    spin_until(ready);
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_work_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      cv_work_.wait(lock, ready);
       if (stop_) return;
       seen = generation_;
       job = job_;
@@ -66,8 +98,10 @@ void ThreadPool::worker_loop(int index) {
     }
     if (index < parts) {
       run_part(*job, n, parts, index);
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) cv_done_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);  // the caller may be between its check and its wait
+        cv_done_.notify_one();
+      }
     }
   }
 }

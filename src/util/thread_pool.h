@@ -1,7 +1,11 @@
 #pragma once
 // A small fixed thread pool owned by the engine. parallel_for splits [0, n)
 // into contiguous ranges, one per worker (the calling thread takes one), and
-// returns when all ranges are done. With one thread it runs inline.
+// returns when all ranges are done. With one thread it runs inline. Between
+// jobs, workers (and the caller, waiting for them) spin for a short while
+// before sleeping: a forward pass issues hundreds of small jobs, and a
+// futex sleep and wake on each cost more than the job.
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -35,9 +39,10 @@ class ThreadPool {
   const std::function<void(size_t, size_t)>* job_ = nullptr;
   size_t job_n_ = 0;
   int job_parts_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  // Written under mu_; read without it while spinning.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace ss
