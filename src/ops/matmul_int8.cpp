@@ -258,7 +258,30 @@ SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
 // A row's blocks as signed int8 (dst[b*32 + i]) and scales (dw[b * dw_stride]).
 template <GgmlType T>
 SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, float* dw, int64_t dw_stride) {
-  for (int64_t b = 0; b < nb; ++b) {
+  int64_t b = 0;
+  if constexpr (T == GgmlType::Q4_0) {
+    // Four blocks per step: nibbles of all four in one register, then the
+    // low and high halves interleaved back per block.
+    const __m512i m = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    for (; b + 4 <= nb; b += 4) {
+      const uint8_t* blk = row + b * 18;
+      __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 20)), 1);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 38)), 2);
+      v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 56)), 3);
+      const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(v, m), eight);
+      const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m), eight);
+      _mm512_storeu_si512(dst + b * kActBlock, _mm512_permutex2var_epi64(lo, first, hi));
+      _mm512_storeu_si512(dst + (b + 2) * kActBlock, _mm512_permutex2var_epi64(lo, second, hi));
+      for (int j = 0; j < 4; ++j) {
+        uint16_t h;
+        std::memcpy(&h, blk + j * 18, 2);
+        dw[(b + j) * dw_stride] = _cvtsh_ss(h);
+      }
+    }
+  }
+  for (; b < nb; ++b) {
     const uint8_t* blk = row + b * kBlockBytes<T>;
     uint16_t h;
     std::memcpy(&h, blk, 2);
@@ -306,7 +329,7 @@ SS_AMX inline void amx_scale(const int32_t (*c)[16], const float* dx, const floa
   } while (0)
 
 SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
-  const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1;
+  const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, cols));
   // Tiles 0, 1: C (16 x 16 int32); 2, 4: A (16 weight rows x 32 int8);
   // 3, 5: B (8 x 16 activations x 4 int8). Two sets, so block b+1 multiplies
   // while block b's product is stored and scaled.
@@ -344,6 +367,11 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
         for (int64_t b = 0; b < nb; ++b) dwbuf[b * 16 + m] = 0;
       }
     }
+    const int64_t next_rows = std::min<int64_t>(16, r1 - (rt + 16));
+    const uint8_t* next = next_rows > 0 ? w.row(rt + 16) : nullptr;
+    const int64_t next_bytes = next_rows > 0 ? next_rows * rb : 0;
+    const int lines_per_step = static_cast<int>((next_bytes / 64 + groups * nb - 1) / (groups * nb)) + 1;
+    int64_t fetched = 0;
     for (int g = 0; g < groups; ++g) {
       __m512 acc[16];
       for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
@@ -351,8 +379,12 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       const float* dx = xq.packed_d.data() + g * nb * 16;
       // Block b's product is stored one step after its multiply is issued
       // and scaled one step after that, so neither waits on the tile unit.
+      // Meanwhile the next tile's weights (contiguous rows) come in from
+      // memory, a few cache lines per block, spread over all groups.
       auto scale = [&](const int32_t(*c)[16], int64_t blk) {
         amx_scale(c, dx + blk * 16, dwbuf.data() + blk * 16, acc);
+        for (int k = 0; k < lines_per_step; ++k, fetched += 64)
+          if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T0);
       };
       SS_AMX_ISSUE(0, 2, 3, wbuf.data(), cols, bq);
       for (int64_t b = 0; b < nb; b += 2) {
