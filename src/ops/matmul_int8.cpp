@@ -257,7 +257,8 @@ SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
 
 // A row's blocks as signed int8 (dst[b*32 + i]) and scales (dw[b * dw_stride]).
 template <GgmlType T>
-SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, float* dw, int64_t dw_stride) {
+SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_t dst_stride, float* dw,
+                             int64_t dw_stride) {
   int64_t b = 0;
   if constexpr (T == GgmlType::Q4_0) {
     // Four blocks per step: nibbles of all four in one register, then the
@@ -272,8 +273,11 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, float*
       v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 56)), 3);
       const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(v, m), eight);
       const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m), eight);
-      _mm512_storeu_si512(dst + b * kActBlock, _mm512_permutex2var_epi64(lo, first, hi));
-      _mm512_storeu_si512(dst + (b + 2) * kActBlock, _mm512_permutex2var_epi64(lo, second, hi));
+      const __m512i b01 = _mm512_permutex2var_epi64(lo, first, hi), b23 = _mm512_permutex2var_epi64(lo, second, hi);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * dst_stride), _mm512_castsi512_si256(b01));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (b + 1) * dst_stride), _mm512_extracti64x4_epi64(b01, 1));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (b + 2) * dst_stride), _mm512_castsi512_si256(b23));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + (b + 3) * dst_stride), _mm512_extracti64x4_epi64(b23, 1));
       for (int j = 0; j < 4; ++j) {
         uint16_t h;
         std::memcpy(&h, blk + j * 18, 2);
@@ -291,9 +295,9 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, float*
       const __m128i m = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
       const __m128i lo = _mm_sub_epi8(_mm_and_si128(v, m), eight);
       const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m), eight);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * kActBlock), _mm256_set_m128i(hi, lo));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * dst_stride), _mm256_set_m128i(hi, lo));
     } else {
-      std::memcpy(dst + b * kActBlock, blk + 2, kActBlock);
+      std::memcpy(dst + b * dst_stride, blk + 2, kActBlock);
     }
   }
 }
@@ -311,7 +315,7 @@ struct TileConfig {
 
 // Scales block b's integer products (C rows = weight rows, lanes = the
 // group's activations) into the float sums.
-SS_AMX inline void amx_scale(const int32_t (*c)[16], const float* dx, const float* dw, __m512* acc) {
+SS_AMX __attribute__((always_inline)) inline void amx_scale(const int32_t (*c)[16], const float* dx, const float* dw, __m512* acc) {
   const __m512 dxv = _mm512_loadu_ps(dx);
   for (int m = 0; m < 16; ++m)
     acc[m] =
@@ -334,24 +338,24 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   // 3, 5: B (8 x 16 activations x 4 int8). Two sets, so block b+1 multiplies
   // while block b's product is stored and scaled.
   TileConfig cfg;
-  for (int tile : {0, 1}) {
+  for (int tile : {0, 1, 2, 3}) {  // C: 16 x 16 int32
     cfg.colsb[tile] = 64;
     cfg.rows[tile] = 16;
   }
-  for (int tile : {2, 4}) {
+  for (int tile : {4, 5}) {  // A: 16 weight rows x 32 int8
     cfg.colsb[tile] = 32;
     cfg.rows[tile] = 16;
   }
-  for (int tile : {3, 5}) {
+  for (int tile : {6, 7}) {  // B: 8 x (16 activations x 4 int8)
     cfg.colsb[tile] = 64;
     cfg.rows[tile] = 8;
   }
   _tile_loadconfig(&cfg);
-  thread_local std::vector<int8_t> wbuf;  // [16][cols] signed weights
+  thread_local std::vector<int8_t> wbuf;  // [nb][16][32] signed weights: block b's A tile is contiguous
   thread_local std::vector<float> dwbuf;  // [nb][16] weight scales
   wbuf.resize(static_cast<size_t>(16 * cols));
   dwbuf.resize(static_cast<size_t>(16 * nb));
-  alignas(64) int32_t c0[16][16], c1[16][16];
+  alignas(64) int32_t cbuf[4][16][16];
   alignas(64) float out[16][16];
   const int groups = (xq.n + 15) / 16;
   for (int64_t rt = r0; rt < r1; rt += 16) {
@@ -359,12 +363,14 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
     for (int m = 0; m < 16; ++m) {
       if (m < nr) {
         if (w.type == GgmlType::Q4_0)
-          decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wbuf.data() + m * cols, dwbuf.data() + m, 16);
+          decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wbuf.data() + m * kActBlock, 512, dwbuf.data() + m, 16);
         else
-          decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wbuf.data() + m * cols, dwbuf.data() + m, 16);
+          decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wbuf.data() + m * kActBlock, 512, dwbuf.data() + m, 16);
       } else {
-        std::memset(wbuf.data() + m * cols, 0, static_cast<size_t>(cols));
-        for (int64_t b = 0; b < nb; ++b) dwbuf[b * 16 + m] = 0;
+        for (int64_t b = 0; b < nb; ++b) {
+          std::memset(wbuf.data() + b * 512 + m * kActBlock, 0, kActBlock);
+          dwbuf[b * 16 + m] = 0;
+        }
       }
     }
     const int64_t next_rows = std::min<int64_t>(16, r1 - (rt + 16));
@@ -381,23 +387,40 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       // and scaled one step after that, so neither waits on the tile unit.
       // Meanwhile the next tile's weights (contiguous rows) come in from
       // memory, a few cache lines per block, spread over all groups.
-      auto scale = [&](const int32_t(*c)[16], int64_t blk) {
-        amx_scale(c, dx + blk * 16, dwbuf.data() + blk * 16, acc);
-        for (int k = 0; k < lines_per_step; ++k, fetched += 64)
-          if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T0);
-      };
-      SS_AMX_ISSUE(0, 2, 3, wbuf.data(), cols, bq);
-      for (int64_t b = 0; b < nb; b += 2) {
-        if (b + 1 < nb) SS_AMX_ISSUE(1, 4, 5, wbuf.data() + (b + 1) * kActBlock, cols, bq + (b + 1) * 512);
-        _tile_stored(0, c0, 64);
-        if (b > 0) scale(c1, b - 1);
-        if (b + 1 < nb) {
-          if (b + 2 < nb) SS_AMX_ISSUE(0, 2, 3, wbuf.data() + (b + 2) * kActBlock, cols, bq + (b + 2) * 512);
-          _tile_stored(1, c1, 64);
-        }
-        scale(c0, b);
+      // (A macro: a lambda would not carry this function's target attributes.)
+#define scale(c, blk)                                                                                  \
+  do {                                                                                                 \
+    amx_scale(c, dx + (blk) * 16, dwbuf.data() + (blk) * 16, acc);                                     \
+    for (int k = 0; k < lines_per_step; ++k, fetched += 64)                                            \
+      if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T0); \
+  } while (0)
+      // Four products in flight: block k multiplies into C tile k % 4 (tiles
+      // 0-3) from A/B tiles 4/6 (k even) or 5/7 (k odd), and is stored and
+      // scaled three issues later. The tile unit runs in program order, so
+      // reloading A/B behind an issued multiply is safe.
+#define SS_ISSUE(k, C, A, B) SS_AMX_ISSUE(C, A, B, wbuf.data() + (k) * 512, kActBlock, bq + (k) * 512)
+      SS_ISSUE(0, 0, 4, 6);
+      if (nb > 1) SS_ISSUE(1, 1, 5, 7);
+      if (nb > 2) SS_ISSUE(2, 2, 4, 6);
+      for (int64_t b = 0; b < nb; b += 4) {
+        if (b + 3 < nb) SS_ISSUE(b + 3, 3, 5, 7);
+        _tile_stored(0, cbuf[0], 64);
+        scale(cbuf[0], b);
+        if (b + 1 >= nb) break;
+        if (b + 4 < nb) SS_ISSUE(b + 4, 0, 4, 6);
+        _tile_stored(1, cbuf[1], 64);
+        scale(cbuf[1], b + 1);
+        if (b + 2 >= nb) break;
+        if (b + 5 < nb) SS_ISSUE(b + 5, 1, 5, 7);
+        _tile_stored(2, cbuf[2], 64);
+        scale(cbuf[2], b + 2);
+        if (b + 3 >= nb) break;
+        if (b + 6 < nb) SS_ISSUE(b + 6, 2, 4, 6);
+        _tile_stored(3, cbuf[3], 64);
+        scale(cbuf[3], b + 3);
       }
-      if (nb % 2 == 0) scale(c1, nb - 1);
+#undef SS_ISSUE
+#undef scale
       const int na = std::min(16, xq.n - g * 16);
       for (int m = 0; m < 16; ++m) _mm512_store_ps(out[m], acc[m]);
       for (int j = 0; j < na; ++j)
