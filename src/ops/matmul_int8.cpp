@@ -264,7 +264,8 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_
     // Four blocks per step: nibbles of all four in one register, then the
     // low and high halves interleaved back per block.
     const __m512i m = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
-    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0),
+                  second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
     for (; b + 4 <= nb; b += 4) {
       const uint8_t* blk = row + b * 18;
       __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2)));
@@ -315,7 +316,8 @@ struct TileConfig {
 
 // Scales block b's integer products (C rows = weight rows, lanes = the
 // group's activations) into the float sums.
-SS_AMX __attribute__((always_inline)) inline void amx_scale(const int32_t (*c)[16], const float* dx, const float* dw, __m512* acc) {
+SS_AMX __attribute__((always_inline)) inline void amx_scale(const int32_t (*c)[16], const float* dx, const float* dw,
+                                                            __m512* acc) {
   const __m512 dxv = _mm512_loadu_ps(dx);
   for (int m = 0; m < 16; ++m)
     acc[m] =
@@ -388,17 +390,17 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       // Meanwhile the next tile's weights (contiguous rows) come in from
       // memory, a few cache lines per block, spread over all groups.
       // (A macro: a lambda would not carry this function's target attributes.)
-#define scale(c, blk)                                                                                  \
-  do {                                                                                                 \
-    amx_scale(c, dx + (blk) * 16, dwbuf.data() + (blk) * 16, acc);                                     \
-    for (int k = 0; k < lines_per_step; ++k, fetched += 64)                                            \
+#define scale(c, blk)                                                                                     \
+  do {                                                                                                    \
+    amx_scale(c, dx + (blk)*16, dwbuf.data() + (blk)*16, acc);                                            \
+    for (int k = 0; k < lines_per_step; ++k, fetched += 64)                                               \
       if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T0); \
   } while (0)
       // Four products in flight: block k multiplies into C tile k % 4 (tiles
       // 0-3) from A/B tiles 4/6 (k even) or 5/7 (k odd), and is stored and
       // scaled three issues later. The tile unit runs in program order, so
       // reloading A/B behind an issued multiply is safe.
-#define SS_ISSUE(k, C, A, B) SS_AMX_ISSUE(C, A, B, wbuf.data() + (k) * 512, kActBlock, bq + (k) * 512)
+#define SS_ISSUE(k, C, A, B) SS_AMX_ISSUE(C, A, B, wbuf.data() + (k)*512, kActBlock, bq + (k)*512)
       SS_ISSUE(0, 0, 4, 6);
       if (nb > 1) SS_ISSUE(1, 1, 5, 7);
       if (nb > 2) SS_ISSUE(2, 2, 4, 6);
