@@ -191,7 +191,9 @@ SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int 
       xv[k] = _mm512_loadu_si512(xq.q.data() + t * cols + b * kActBlock);
       const int32_t* s = xq.sum.data() + t * nb + b;
       bias[k] = _mm512_mask_set1_epi32(_mm512_maskz_set1_epi32(0x0001, -kOffset<T> * s[0]), 0x0100, -kOffset<T> * s[1]);
-      dx[k] = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(xq.d.data() + t * nb + b)));
+      int64_t pair;  // d of blocks b, b+1 (floats: only 4-byte aligned)
+      std::memcpy(&pair, xq.d.data() + t * nb + b, sizeof pair);
+      dx[k] = _mm_castsi128_ps(_mm_cvtsi64_si128(pair));
     }
     for (int q = 0; q < R; ++q) {
       const uint8_t* p0 = rows[q] + b * BB;
@@ -404,23 +406,30 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       SS_ISSUE(0, 0, 4, 6);
       if (nb > 1) SS_ISSUE(1, 1, 5, 7);
       if (nb > 2) SS_ISSUE(2, 2, 4, 6);
+      // Each product is scaled one store later than it is stored: loads
+      // straight after a tile store would wait for it to reach the cache.
+      int64_t pending = -1;  // stored, not yet scaled (its buffer: pending % 4)
+#define SS_STORE(T, blk)                                 \
+  do {                                                   \
+    _tile_stored(T, cbuf[T], 64);                        \
+    if (pending >= 0) scale(cbuf[pending & 3], pending); \
+    pending = (blk);                                     \
+  } while (0)
       for (int64_t b = 0; b < nb; b += 4) {
         if (b + 3 < nb) SS_ISSUE(b + 3, 3, 5, 7);
-        _tile_stored(0, cbuf[0], 64);
-        scale(cbuf[0], b);
+        SS_STORE(0, b);
         if (b + 1 >= nb) break;
         if (b + 4 < nb) SS_ISSUE(b + 4, 0, 4, 6);
-        _tile_stored(1, cbuf[1], 64);
-        scale(cbuf[1], b + 1);
+        SS_STORE(1, b + 1);
         if (b + 2 >= nb) break;
         if (b + 5 < nb) SS_ISSUE(b + 5, 1, 5, 7);
-        _tile_stored(2, cbuf[2], 64);
-        scale(cbuf[2], b + 2);
+        SS_STORE(2, b + 2);
         if (b + 3 >= nb) break;
         if (b + 6 < nb) SS_ISSUE(b + 6, 2, 4, 6);
-        _tile_stored(3, cbuf[3], 64);
-        scale(cbuf[3], b + 3);
+        SS_STORE(3, b + 3);
       }
+      scale(cbuf[pending & 3], pending);
+#undef SS_STORE
 #undef SS_ISSUE
 #undef scale
       const int na = std::min(16, xq.n - g * 16);
