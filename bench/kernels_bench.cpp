@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "format/ggml_types.h"
@@ -23,8 +24,9 @@ std::vector<float> random_floats(size_t n, uint32_t seed = 1) {
   return v;
 }
 
-// GEMV/GEMM: rows x cols weights of a type, batch of n activation rows.
-void BM_Matmul(benchmark::State& st) {
+// GEMV/GEMM: rows x cols weights of a type (range 0-2), batch of n
+// activation rows (range 3), activations as `aq` says.
+void run_matmul(benchmark::State& st, ss::ActQuant aq) {
   const auto type = static_cast<ss::GgmlType>(st.range(0));
   const int64_t rows = st.range(1), cols = st.range(2);
   const int n = static_cast<int>(st.range(3));
@@ -37,18 +39,28 @@ void BM_Matmul(benchmark::State& st) {
   w.ne0 = cols;
   w.ne1 = rows;
   w.data = wq.data();
+  std::string label = ss::type_name(static_cast<uint32_t>(type));
+  if (aq == ss::ActQuant::Int8) {
+    if (!ss::int8_matmul_supported(w)) {
+      st.SkipWithError("no int8 kernel on this CPU");
+      return;
+    }
+    label += std::string(" ") + ss::int8_kernels();
+  }
   const auto x = random_floats(static_cast<size_t>(n * cols), 2);
   std::vector<float> y(static_cast<size_t>(n * rows));
   ss::ThreadPool pool(1);
   for (auto _ : st) {
-    ss::matmul(w, x.data(), n, y.data(), pool);
+    ss::matmul(w, x.data(), n, y.data(), pool, aq);
     benchmark::DoNotOptimize(y.data());
   }
   st.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * st.iterations(), benchmark::Counter::kIsRate);
   st.counters["GB/s"] =
       benchmark::Counter(static_cast<double>(wq.size()) * st.iterations(), benchmark::Counter::kIsRate);
-  st.SetLabel(ss::type_name(static_cast<uint32_t>(type)));
+  st.SetLabel(label);
 }
+
+void BM_Matmul(benchmark::State& st) { run_matmul(st, ss::ActQuant::None); }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
   for (int t : {0, 1, 30, 8, 2, 12, 13, 14})  // F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K
@@ -58,35 +70,7 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
 // Q4_0 / Q8_0 with int8 activations (ActQuant::Int8): VNNI for n < 4, AMX
 // tiles above where the CPU has them.
-void BM_MatmulInt8(benchmark::State& st) {
-  const auto type = static_cast<ss::GgmlType>(st.range(0));
-  const int64_t rows = st.range(1), cols = st.range(2);
-  const int n = static_cast<int>(st.range(3));
-  const auto wf = random_floats(static_cast<size_t>(rows * cols));
-  const size_t rb = ss::row_bytes(type, cols);
-  std::vector<uint8_t> wq(rb * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) ss::quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
-  ss::TensorView w;
-  w.type = type;
-  w.ne0 = cols;
-  w.ne1 = rows;
-  w.data = wq.data();
-  if (!ss::int8_matmul_supported(w)) {
-    st.SkipWithError("no int8 kernel on this CPU");
-    return;
-  }
-  const auto x = random_floats(static_cast<size_t>(n * cols), 2);
-  std::vector<float> y(static_cast<size_t>(n * rows));
-  ss::ThreadPool pool(1);
-  for (auto _ : st) {
-    ss::matmul(w, x.data(), n, y.data(), pool, ss::ActQuant::Int8);
-    benchmark::DoNotOptimize(y.data());
-  }
-  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * st.iterations(), benchmark::Counter::kIsRate);
-  st.counters["GB/s"] =
-      benchmark::Counter(static_cast<double>(wq.size()) * st.iterations(), benchmark::Counter::kIsRate);
-  st.SetLabel(std::string(ss::type_name(static_cast<uint32_t>(type))) + " " + ss::int8_kernels());
-}
+void BM_MatmulInt8(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8); }
 BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2}, {2048}, {2048}, {1, 16, 64}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 

@@ -89,38 +89,27 @@ namespace {
 // exp for x <= 0 without a libm call, so the loop vectorises: x = k*ln2 + r,
 // |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (relative error
 // below 2e-7), 2^k through the exponent bits.
-inline float exp_nonpositive(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  const float t = x * 1.44269504f + 12582912.0f;  // 1.5*2^23: low mantissa bits hold round(x*log2e)
-  const float k = t - 12582912.0f;
-  const float r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
-  float p = 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const uint32_t ki = std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(12582912.0f);  // k mod 2^32
-  return p * std::bit_cast<float>((ki + 127u) << 23);
-}
+inline uint32_t to_bits(float f) { return std::bit_cast<uint32_t>(f); }
+inline float from_bits(uint32_t u) { return std::bit_cast<float>(u); }
+SS_ALWAYS_INLINE LaneBits to_bits(Lanes f) { return reinterpret_cast<const LaneBits&>(f); }
+SS_ALWAYS_INLINE Lanes from_bits(LaneBits u) { return reinterpret_cast<const Lanes&>(u); }
 
-// exp_nonpositive lane by lane, the same operations in the same order.
-SS_ALWAYS_INLINE Lanes exp_nonpositive(Lanes x) {
-  x = x < -87.0f ? Lanes{} - 87.0f : x;
-  const Lanes t = x * 1.44269504f + 12582912.0f;
-  const Lanes k = t - 12582912.0f;
-  const Lanes r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
-  Lanes p = Lanes{} + 1.0f / 720;
+// F is float or Lanes (the same operations lane by lane).
+template <class F>
+SS_ALWAYS_INLINE F exp_nonpositive(F x) {
+  x = x < -87.0f ? F{} - 87.0f : x;
+  const F t = x * 1.44269504f + 12582912.0f;  // 1.5*2^23: low mantissa bits hold round(x*log2e)
+  const F k = t - 12582912.0f;
+  const F r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
+  F p = F{} + 1.0f / 720;
   p = p * r + 1.0f / 120;
   p = p * r + 1.0f / 24;
   p = p * r + 1.0f / 6;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const LaneBits ki = reinterpret_cast<const LaneBits&>(t) - std::bit_cast<uint32_t>(12582912.0f);
-  const LaneBits e = (ki + 127u) << 23;
-  return p * reinterpret_cast<const Lanes&>(e);
+  const auto ki = to_bits(t) - to_bits(12582912.0f);  // k mod 2^32
+  return p * from_bits((ki + 127u) << 23);
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "ops/matmul_kernels.h"
+#include "random_weights.h"
 
 namespace ss {
 namespace {
@@ -22,20 +23,7 @@ struct RestrictTarget {
   ~RestrictTarget() { simd_restrict_to(0); }
 };
 
-TensorView random_weights(GgmlType t, int rows, int cols, std::mt19937& rng, std::vector<uint8_t>& storage) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> wf(static_cast<size_t>(rows) * cols);
-  for (auto& v : wf) v = u(rng);
-  storage.assign(row_bytes(t, cols) * rows, 0);
-  for (int r = 0; r < rows; ++r)
-    quantize_row(t, wf.data() + static_cast<size_t>(r) * cols, storage.data() + r * row_bytes(t, cols), cols);
-  TensorView w;
-  w.type = t;
-  w.ne0 = cols;
-  w.ne1 = rows;
-  w.data = storage.data();
-  return w;
-}
+using test::random_weights;
 
 TEST(Matmul, EveryTargetMatchesReferenceAtOddSizes) {
   const auto targets = simd_targets();

@@ -1,0 +1,26 @@
+#pragma once
+// Random weight matrices of any type for the matmul tests.
+#include <random>
+#include <vector>
+
+#include "format/tensor.h"
+
+namespace ss::test {
+
+// rows x cols uniform(-1, 1) values quantized to t; storage owns the bytes.
+inline TensorView random_weights(GgmlType t, int rows, int cols, std::mt19937& rng, std::vector<uint8_t>& storage) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> wf(static_cast<size_t>(rows) * cols);
+  for (auto& v : wf) v = u(rng);
+  storage.assign(row_bytes(t, cols) * rows, 0);
+  for (int r = 0; r < rows; ++r)
+    quantize_row(t, wf.data() + static_cast<size_t>(r) * cols, storage.data() + r * row_bytes(t, cols), cols);
+  TensorView w;
+  w.type = t;
+  w.ne0 = cols;
+  w.ne1 = rows;
+  w.data = storage.data();
+  return w;
+}
+
+}  // namespace ss::test
