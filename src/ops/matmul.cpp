@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 #include "ops/matmul_int8.h"
@@ -19,14 +20,21 @@ void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& po
   if (aq == ActQuant::Int8 && int8_matmul_supported(w)) {
     thread_local QuantizedActs buffer;
     QuantizedActs& xq = buffer;  // the workers must see this thread's buffer, not their own
-    quantize_acts(x, n, w.ne0, xq);
-    // Row ranges in multiples of 16: the AMX kernel's tile height.
-    const size_t groups = static_cast<size_t>((w.ne1 + 15) / 16);
+    quantize_acts(x, n, w.ne0, xq, &pool);
+    // Decode streams the weights: one contiguous range per thread keeps the
+    // hardware prefetchers on long runs. Batches are compute-bound: rows go
+    // out in chunks (whole 16-row tiles, about four per thread) as threads
+    // become free, since per-core speeds differ and a static split waits for
+    // the slowest.
+    const int64_t tiles = (w.ne1 + 15) / 16;
+    const int64_t chunk = n < 4 ? (tiles + parts - 1) / parts : std::max<int64_t>(4, tiles / (4 * parts));
+    const int64_t chunks = (tiles + chunk - 1) / chunk;
+    std::atomic<int64_t> next{0};
     pool.parallel_for(
-        groups,
-        [&](size_t b, size_t e) {
-          matmul_int8_rows(w, xq, y, static_cast<int64_t>(b) * 16,
-                           std::min<int64_t>(static_cast<int64_t>(e) * 16, w.ne1));
+        static_cast<size_t>(parts),
+        [&](size_t, size_t) {
+          for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
+            matmul_int8_rows(w, xq, y, c * chunk * 16, std::min<int64_t>((c + 1) * chunk * 16, w.ne1));
         },
         parts);
     return;

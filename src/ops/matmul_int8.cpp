@@ -63,7 +63,7 @@ int32_t quantize_block_scalar(const float* x, int8_t* q, float* d_out) {
 int32_t quantize_block(const float* x, int8_t* q, float* d_out);
 }  // namespace
 
-void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out) {
+void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, ThreadPool* pool) {
   SS_CHECK(cols % kActBlock == 0);
   const int64_t nb = cols / kActBlock;
   out.n = n;
@@ -71,26 +71,39 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out) {
   out.q.resize(static_cast<size_t>(n * cols));
   out.d.resize(static_cast<size_t>(n * nb));
   out.sum.resize(static_cast<size_t>(n * nb));
-  for (int t = 0; t < n; ++t)
-    for (int64_t b = 0; b < nb; ++b) {
-      const size_t i = static_cast<size_t>(t * nb + b);
-      out.sum[i] = quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i]);
-    }
   // AMX operand: per 16 rows and block, [k/4][row][4] bytes (rows past n: 0).
-  out.packed.clear();
-  out.packed_d.clear();
-  if (n < 4) return;
-  const int groups = (n + 15) / 16;
-  out.packed.assign(static_cast<size_t>(groups) * nb * 512, 0);
-  out.packed_d.assign(static_cast<size_t>(groups) * nb * 16, 0.0f);
-  for (int t = 0; t < n; ++t) {
-    const int g = t / 16, row = t % 16;
-    const int8_t* src = out.q.data() + t * cols;
-    int8_t* dst = out.packed.data() + g * nb * 512 + row * 4;
-    for (int64_t k4 = 0; k4 < nb * 8; ++k4) std::memcpy(dst + k4 * 64, src + k4 * 4, 4);
-    for (int64_t b = 0; b < nb; ++b)
-      out.packed_d[static_cast<size_t>((g * nb + b) * 16 + row)] = out.d[static_cast<size_t>(t * nb + b)];
-  }
+  const bool pack = n >= 4;
+  const int groups = pack ? (n + 15) / 16 : 0;
+  out.packed.resize(static_cast<size_t>(groups) * nb * 512);
+  out.packed_d.resize(static_cast<size_t>(groups) * nb * 16);
+  auto rows = [&](size_t t0, size_t t1) {
+    for (int64_t t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
+      const bool real = t < n;  // rows n.. up to the group's end are padding
+      const int8_t* src = real ? out.q.data() + t * cols : nullptr;
+      for (int64_t b = 0; real && b < nb; ++b) {
+        const size_t i = static_cast<size_t>(t * nb + b);
+        out.sum[i] = quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i]);
+      }
+      if (!pack) continue;
+      const int64_t g = t / 16, row = t % 16;
+      int8_t* dst = out.packed.data() + g * nb * 512 + row * 4;
+      for (int64_t k4 = 0; k4 < nb * 8; ++k4) {
+        if (real)
+          std::memcpy(dst + k4 * 64, src + k4 * 4, 4);
+        else
+          std::memset(dst + k4 * 64, 0, 4);
+      }
+      for (int64_t b = 0; b < nb; ++b)
+        out.packed_d[static_cast<size_t>((g * nb + b) * 16 + row)] =
+            real ? out.d[static_cast<size_t>(t * nb + b)] : 0.0f;
+    }
+  };
+  const size_t total = pack ? static_cast<size_t>(groups) * 16 : static_cast<size_t>(n);
+  const int parts = pool ? static_cast<int>(std::min<int64_t>(pool->size(), n / 8)) : 1;
+  if (parts > 1)
+    pool->parallel_for(total, rows, parts);
+  else
+    rows(0, total);
 }
 
 void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "format/tensor.h"
+#include "util/thread_pool.h"
 
 namespace ss {
 
@@ -36,7 +37,8 @@ struct QuantizedActs {
   int64_t blocks() const { return cols / kActBlock; }
 };
 
-void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out);
+// With a pool, rows are split across its threads (batches of 8 rows or more).
+void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, ThreadPool* pool = nullptr);
 
 // W's type and row length fit, and this CPU has a kernel for them.
 bool int8_matmul_supported(const TensorView& w);

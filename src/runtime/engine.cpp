@@ -188,11 +188,30 @@ void Engine::run_round(std::span<RoundPart> parts) {
   const int attn_parts =
       observer_ ? 1 : static_cast<int>(std::clamp<int64_t>(attn_work / (1 << 16), 1, threads_.size()));
 
+  // Per-token work between the matmuls: split across threads for big
+  // batches (a 64-token step spends milliseconds here), inline otherwise.
+  // Tokens are independent, so the split never changes a result.
+  auto per_token = [&](auto&& fn) {
+    if (T < 8 || threads_.size() == 1) {
+      for (int t = 0; t < T; ++t) fn(t);
+      return;
+    }
+    threads_.parallel_for(static_cast<size_t>(T), [&](size_t b, size_t e) {
+      for (size_t t = b; t < e; ++t) fn(static_cast<int>(t));
+    });
+  };
+  auto add_residual = [&](int t) {
+    float* xt = x_.data() + static_cast<size_t>(t) * dim;
+    const float* rt = tmp_.data() + static_cast<size_t>(t) * dim;
+    for (int e = 0; e < dim; ++e) xt[e] += rt[e];
+  };
+
   for (int l = 0; l < c.n_layers; ++l) {
     const LayerWeights& L = m.layers[static_cast<size_t>(l)];
-    for (int t = 0; t < T; ++t)
+    per_token([&](int t) {
       rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.attn_norm.f32(), dim, c.rms_eps,
                xb_.data() + static_cast<size_t>(t) * dim);
+    });
     matmul(L.wq, xb_.data(), T, q_.data(), threads_, opts_.act_quant);
     matmul(L.wk, xb_.data(), T, k_.data(), threads_, opts_.act_quant);
     matmul(L.wv, xb_.data(), T, v_.data(), threads_, opts_.act_quant);
@@ -205,7 +224,7 @@ void Engine::run_round(std::span<RoundPart> parts) {
         }
       }
     }
-    for (int t = 0; t < T; ++t) {
+    per_token([&](int t) {
       const float* ct = cos_t_.data() + static_cast<size_t>(t) * pairs;
       const float* st = sin_t_.data() + static_cast<size_t>(t) * pairs;
       float* kt = k_.data() + static_cast<size_t>(t) * kvd;
@@ -220,18 +239,22 @@ void Engine::run_round(std::span<RoundPart> parts) {
                    sin_c_.data() + static_cast<size_t>(t) * pairs, c.rope_style);
       }
       rope_apply(qt, c.n_heads, c.head_dim, pairs, ct, st, c.rope_style);
-    }
+    });
     attention(l, T, attn_parts);
     matmul(L.wo, att_.data(), T, tmp_.data(), threads_, opts_.act_quant);
-    for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
-    for (int t = 0; t < T; ++t)
+    per_token([&](int t) {
+      add_residual(t);
       rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.ffn_norm.f32(), dim, c.rms_eps,
                xb_.data() + static_cast<size_t>(t) * dim);
+    });
     matmul(L.w_gate, xb_.data(), T, hb_.data(), threads_, opts_.act_quant);
     matmul(L.w_up, xb_.data(), T, hb2_.data(), threads_, opts_.act_quant);
-    swiglu(hb_.data(), hb2_.data(), T * hid, hb_.data());
+    per_token([&](int t) {
+      float* h = hb_.data() + static_cast<size_t>(t) * hid;
+      swiglu(h, hb2_.data() + static_cast<size_t>(t) * hid, hid, h);
+    });
     matmul(L.w_down, hb_.data(), T, tmp_.data(), threads_, opts_.act_quant);
-    for (size_t e = 0; e < sz(dim); ++e) x_[e] += tmp_[e];
+    per_token(add_residual);
   }
 
   // Logits only for the rows that need them, as one batched matmul.
