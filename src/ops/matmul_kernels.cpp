@@ -365,6 +365,10 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
   for (; i + N <= n; i += N) {
     VF wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = hn::LoadU(df, w + r * ws + i);
+    // Decode (NT == 1) reads each weight once: ask for the next rows' same
+    // place now (rows follow in memory), as DecodeRows does.
+    if constexpr (NT == 1)
+      for (int r = 0; r < NR; ++r) __builtin_prefetch(w + (NR + r) * ws + i);
     for (int k = 0; k < NT; ++k) {
       const VF xv = hn::LoadU(df, x + k * xs + i);
       for (int r = 0; r < NR; ++r) acc[r * NT + k] = hn::MulAdd(wv[r], xv, acc[r * NT + k]);
