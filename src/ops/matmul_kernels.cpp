@@ -374,17 +374,20 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
       for (int r = 0; r < NR; ++r) acc[r * NT + k] = hn::MulAdd(wv[r], xv, acc[r * NT + k]);
     }
   }
-  if constexpr (NR == 4) {
-    // Same reduction for every NT: a row of a batch equals the row alone.
-    for (int k = 0; k < NT; ++k) {
-      const VF a4[4] = {acc[k], acc[NT + k], acc[2 * NT + k], acc[3 * NT + k]};
-      float s[4];
-      StoreSums4(a4, s);
-      for (int r = 0; r < NR; ++r) {
-        for (int64_t j = i; j < n; ++j) s[r] += w[r * ws + j] * x[k * xs + j];
-        y[k * y_stride + r] = s[r];
+  if constexpr (NR % 4 == 0) {
+    // Same reduction for every NT and every multiple of four rows (each
+    // row's sum depends only on its own lanes): a row of a batch equals the
+    // row alone.
+    for (int k = 0; k < NT; ++k)
+      for (int r0 = 0; r0 < NR; r0 += 4) {
+        const VF a4[4] = {acc[r0 * NT + k], acc[(r0 + 1) * NT + k], acc[(r0 + 2) * NT + k], acc[(r0 + 3) * NT + k]};
+        float s[4];
+        StoreSums4(a4, s);
+        for (int r = 0; r < 4; ++r) {
+          for (int64_t j = i; j < n; ++j) s[r] += w[(r0 + r) * ws + j] * x[k * xs + j];
+          y[k * y_stride + r0 + r] = s[r];
+        }
       }
-    }
     return;
   }
   for (int r = 0; r < NR; ++r)
@@ -426,6 +429,8 @@ void MatmulRows(const TensorView& w, const float* x, int n, float* y, int64_t r0
     const float* wf = w.f32();
     int64_t r = r0;
     if (n == 1) {
+      // Eight rows in step: more loads in flight (decode waits on them).
+      for (; r + 8 <= r1; r += 8) TileF32<8, 1>(wf + r * cols, cols, x, cols, cols, y + r, rows);
       for (; r + 4 <= r1; r += 4) TileF32<4, 1>(wf + r * cols, cols, x, cols, cols, y + r, rows);
     } else {
       for (; r + 4 <= r1; r += 4) TileRowsF32<4>(wf + r * cols, cols, x, cols, n, y + r, rows);
