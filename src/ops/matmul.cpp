@@ -14,31 +14,63 @@ namespace {
 constexpr int64_t kMinWorkPerPart = 1 << 16;
 }  // namespace
 
+namespace {
+// Int8 path over several matrices that share X: X quantized once, all their
+// 16-row tiles in one parallel pass (one wait instead of one per matrix).
+void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool) {
+  thread_local QuantizedActs buffer;
+  QuantizedActs& xq = buffer;  // the workers must see this thread's buffer, not their own
+  const int64_t cols = outs[0].w->ne0;
+  quantize_acts(x, n, cols, xq, &pool);
+  int64_t tiles = 0, work = 0;
+  for (const auto& o : outs) {
+    tiles += (o.w->ne1 + 15) / 16;
+    work += o.w->ne1 * cols * n;
+  }
+  const int parts = static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
+  // Decode streams the weights: one contiguous range per thread keeps the
+  // hardware prefetchers on long runs. Batches are compute-bound: tiles go
+  // out in chunks (about four per thread) as threads become free, since
+  // per-core speeds differ and a static split waits for the slowest.
+  const int64_t chunk = n < 4 ? (tiles + parts - 1) / parts : std::max<int64_t>(4, tiles / (4 * parts));
+  const int64_t chunks = (tiles + chunk - 1) / chunk;
+  std::atomic<int64_t> next{0};
+  pool.parallel_for(
+      static_cast<size_t>(parts),
+      [&](size_t, size_t) {
+        for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
+          const int64_t lo = c * chunk, hi = std::min(tiles, lo + chunk);
+          int64_t first = 0;  // the current matrix's first tile in the global order
+          for (const auto& o : outs) {
+            const int64_t t = (o.w->ne1 + 15) / 16, a = std::max(lo, first), b = std::min(hi, first + t);
+            if (a < b) matmul_int8_rows(*o.w, xq, o.y, (a - first) * 16, std::min(o.w->ne1, (b - first) * 16));
+            first += t;
+          }
+        }
+      },
+      parts);
+}
+
+bool int8_all(std::span<const MatmulOut> outs, ActQuant aq) {
+  if (aq != ActQuant::Int8) return false;
+  for (const auto& o : outs)
+    if (!int8_matmul_supported(*o.w) || o.w->ne0 != outs[0].w->ne0) return false;
+  return true;
+}
+}  // namespace
+
+void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool, ActQuant aq) {
+  if (outs.empty()) return;
+  if (int8_all(outs, aq)) return matmul_int8_shared(outs, x, n, pool);
+  for (const auto& o : outs) matmul(*o.w, x, n, o.y, pool, aq);
+}
+
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq) {
   const int64_t work = w.ne0 * w.ne1 * n;
   const int parts = static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
-  if (aq == ActQuant::Int8 && int8_matmul_supported(w)) {
-    thread_local QuantizedActs buffer;
-    QuantizedActs& xq = buffer;  // the workers must see this thread's buffer, not their own
-    quantize_acts(x, n, w.ne0, xq, &pool);
-    // Decode streams the weights: one contiguous range per thread keeps the
-    // hardware prefetchers on long runs. Batches are compute-bound: rows go
-    // out in chunks (whole 16-row tiles, about four per thread) as threads
-    // become free, since per-core speeds differ and a static split waits for
-    // the slowest.
-    const int64_t tiles = (w.ne1 + 15) / 16;
-    const int64_t chunk = n < 4 ? (tiles + parts - 1) / parts : std::max<int64_t>(4, tiles / (4 * parts));
-    const int64_t chunks = (tiles + chunk - 1) / chunk;
-    std::atomic<int64_t> next{0};
-    pool.parallel_for(
-        static_cast<size_t>(parts),
-        [&](size_t, size_t) {
-          for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;)
-            matmul_int8_rows(w, xq, y, c * chunk * 16, std::min<int64_t>((c + 1) * chunk * 16, w.ne1));
-        },
-        parts);
-    return;
-  }
+  const MatmulOut one{&w, y};
+  if (int8_all(std::span<const MatmulOut>(&one, 1), aq))
+    return matmul_int8_shared(std::span<const MatmulOut>(&one, 1), x, n, pool);
   if (parts == 1) {
     matmul_rows_simd(w, x, n, y, 0, w.ne1);
     return;

@@ -1,6 +1,8 @@
 #pragma once
 // Y = X · Wᵀ for a batch of activation rows against a weight matrix of any
 // supported type. Weights are read once per call for all rows of X.
+#include <span>
+
 #include "format/tensor.h"
 #include "util/thread_pool.h"
 
@@ -14,6 +16,16 @@ enum class ActQuant { None, Int8 };
 
 // W: [rows=ne1 x cols=ne0]; X: [n x cols] (row stride cols); Y: [n x rows].
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq = ActQuant::None);
+
+// Several matrices applied to the same X (q, k, v; gate, up): outs[i].y =
+// X · outs[i].wᵀ. With int8 activations X is quantized once and all rows go
+// through one parallel pass; otherwise one matmul each (same results).
+struct MatmulOut {
+  const TensorView* w;
+  float* y;
+};
+void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool,
+                         ActQuant aq = ActQuant::None);
 
 // Scalar reference used by tests (no threading, plain loops).
 void matmul_reference(const TensorView& w, const float* x, int n, float* y);

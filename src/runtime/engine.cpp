@@ -212,9 +212,8 @@ void Engine::run_round(std::span<RoundPart> parts) {
       rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.attn_norm.f32(), dim, c.rms_eps,
                xb_.data() + static_cast<size_t>(t) * dim);
     });
-    matmul(L.wq, xb_.data(), T, q_.data(), threads_, opts_.act_quant);
-    matmul(L.wk, xb_.data(), T, k_.data(), threads_, opts_.act_quant);
-    matmul(L.wv, xb_.data(), T, v_.data(), threads_, opts_.act_quant);
+    const MatmulOut qkv[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
+    matmul_shared_input(qkv, xb_.data(), T, threads_, opts_.act_quant);
     if (c.qkv_bias) {
       for (int t = 0; t < T; ++t) {
         for (int d = 0; d < qd; ++d) q_[static_cast<size_t>(t) * qd + d] += L.bq.f32()[d];
@@ -247,8 +246,8 @@ void Engine::run_round(std::span<RoundPart> parts) {
       rms_norm(x_.data() + static_cast<size_t>(t) * dim, L.ffn_norm.f32(), dim, c.rms_eps,
                xb_.data() + static_cast<size_t>(t) * dim);
     });
-    matmul(L.w_gate, xb_.data(), T, hb_.data(), threads_, opts_.act_quant);
-    matmul(L.w_up, xb_.data(), T, hb2_.data(), threads_, opts_.act_quant);
+    const MatmulOut gate_up[] = {{&L.w_gate, hb_.data()}, {&L.w_up, hb2_.data()}};
+    matmul_shared_input(gate_up, xb_.data(), T, threads_, opts_.act_quant);
     per_token([&](int t) {
       float* h = hb_.data() + static_cast<size_t>(t) * hid;
       swiglu(h, hb2_.data() + static_cast<size_t>(t) * hid, hid, h);

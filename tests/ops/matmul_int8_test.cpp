@@ -100,6 +100,35 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   if (!any) GTEST_SKIP() << "no int8 kernel on this CPU (needs AVX-512 VNNI)";
 }
 
+// Matrices sharing one input in one pass (q/k/v, gate/up) give exactly what
+// each gives alone, decode and batch, one and two threads.
+TEST(Int8Matmul, SharedInputPassEqualsSeparateMatmuls) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  ThreadPool pool1(1), pool2(2);
+  std::vector<uint8_t> s0, s1, s2;
+  const TensorView w[3] = {random_weights(GgmlType::Q4_0, 67, 256, rng, s0),
+                           random_weights(GgmlType::Q8_0, 5, 256, rng, s1),
+                           random_weights(GgmlType::Q4_0, 130, 256, rng, s2)};
+  if (!int8_matmul_supported(w[0])) GTEST_SKIP() << "no int8 kernel on this CPU";
+  for (int n : {1, 3, 9, 33}) {
+    std::vector<float> x(static_cast<size_t>(n) * 256);
+    for (auto& v : x) v = u(rng);
+    for (ThreadPool* pool : {&pool1, &pool2}) {
+      std::vector<float> alone[3], shared[3];
+      MatmulOut outs[3];
+      for (int i = 0; i < 3; ++i) {
+        alone[i].assign(static_cast<size_t>(n * w[i].ne1), NAN);
+        shared[i].assign(alone[i].size(), NAN);
+        matmul(w[i], x.data(), n, alone[i].data(), *pool, ActQuant::Int8);
+        outs[i] = {&w[i], shared[i].data()};
+      }
+      matmul_shared_input(outs, x.data(), n, *pool, ActQuant::Int8);
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(alone[i], shared[i]) << "matrix " << i << " n=" << n;
+    }
+  }
+}
+
 TEST(Int8Matmul, OtherTypesStayOnTheFloatPath) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
