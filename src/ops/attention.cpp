@@ -78,11 +78,8 @@ SS_CLONES void attn_scores(const float* q, const float* k_cols, int col_stride, 
     const Lanes s = chunk_scores<0>(q, k_cols + r0, col_stride, hd, scale);
     std::memcpy(scores + r0, &s, sizeof s);
   }
-  for (; r0 < count; ++r0) {
-    float s = 0;
-    for (int d = 0; d < hd; ++d) s += q[d] * k_cols[static_cast<long>(d) * col_stride + r0];
-    scores[r0] = s * scale;
-  }
+  // The last few keys one by one, as the scalar twin scores them.
+  attn_scores_scalar(q, k_cols + r0, col_stride, count - r0, hd, scale, scores + r0);
 }
 
 SS_CLONES void attn_accumulate(const float* probs, const float* v_rows, int stride, int count, int hd,

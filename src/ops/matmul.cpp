@@ -12,9 +12,11 @@ namespace ss {
 namespace {
 // Below this many multiply-adds per part, splitting costs more than it saves.
 constexpr int64_t kMinWorkPerPart = 1 << 16;
-}  // namespace
 
-namespace {
+int parts_for(int64_t work, const ThreadPool& pool) {
+  return static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
+}
+
 // Int8 path over several matrices that share X: X quantized once, all their
 // 16-row tiles in one parallel pass (one wait instead of one per matrix).
 void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool) {
@@ -27,7 +29,7 @@ void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, 
     tiles += (o.w->ne1 + 15) / 16;
     work += o.w->ne1 * cols * n;
   }
-  const int parts = static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
+  const int parts = parts_for(work, pool);
   // Decode streams the weights: one contiguous range per thread keeps the
   // hardware prefetchers on long runs. Batches are compute-bound: tiles go
   // out in chunks (about four per thread) as threads become free, since
@@ -66,11 +68,10 @@ void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int n,
 }
 
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq) {
-  const int64_t work = w.ne0 * w.ne1 * n;
-  const int parts = static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
   const MatmulOut one{&w, y};
   if (int8_all(std::span<const MatmulOut>(&one, 1), aq))
     return matmul_int8_shared(std::span<const MatmulOut>(&one, 1), x, n, pool);
+  const int parts = parts_for(w.ne0 * w.ne1 * n, pool);
   if (parts == 1) {
     matmul_rows_simd(w, x, n, y, 0, w.ne1);
     return;

@@ -39,6 +39,18 @@ void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* s
   *scale = fp16_to_fp32(h);
 }
 
+// d_w * d_x * (block b of the row · block b of activation row t), the
+// integer dot exact: the unit both the scalar twin and the SIMD tails add up.
+float scaled_block_dot(GgmlType t, const uint8_t* row, int64_t b, const QuantizedActs& xq, int64_t act_row) {
+  int8_t wi[kActBlock];
+  float dw;
+  block_ints(t, row, b, wi, &dw);
+  const int8_t* xb = xq.q.data() + act_row * xq.cols + b * kActBlock;
+  int32_t dot = 0;
+  for (int i = 0; i < kActBlock; ++i) dot += wi[i] * xb[i];
+  return dw * xq.d[static_cast<size_t>(act_row * xq.blocks() + b)] * static_cast<float>(dot);
+}
+
 std::atomic<bool> g_allow_amx{true};
 
 }  // namespace
@@ -108,18 +120,10 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
 
 void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y) {
   const int64_t nb = xq.blocks(), rows = w.ne1;
-  int8_t wi[kActBlock];
   for (int64_t r = 0; r < rows; ++r)
     for (int t = 0; t < xq.n; ++t) {
       float s = 0;
-      for (int64_t b = 0; b < nb; ++b) {
-        float dw;
-        block_ints(w.type, w.row(r), b, wi, &dw);
-        const int8_t* xb = xq.q.data() + t * xq.cols + b * kActBlock;
-        int32_t dot = 0;
-        for (int i = 0; i < kActBlock; ++i) dot += wi[i] * xb[i];
-        s += dw * xq.d[static_cast<size_t>(t * nb + b)] * static_cast<float>(dot);
-      }
+      for (int64_t b = 0; b < nb; ++b) s += scaled_block_dot(w.type, w.row(r), b, xq, t);
       y[t * rows + r] = s;
     }
 }
@@ -224,15 +228,7 @@ SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int 
   for (int q = 0; q < R; ++q)
     for (int k = 0; k < NT; ++k) {
       float s = _mm512_reduce_add_ps(acc[q][k]);
-      for (int64_t bl = b; bl < nb; ++bl) {  // an odd last block
-        int8_t wi[kActBlock];
-        float dw;
-        block_ints(T, rows[q], bl, wi, &dw);
-        const int8_t* xb = xq.q.data() + (t0 + k) * cols + bl * kActBlock;
-        int32_t dot = 0;
-        for (int i = 0; i < kActBlock; ++i) dot += wi[i] * xb[i];
-        s += dw * xq.d[static_cast<size_t>((t0 + k) * nb + bl)] * static_cast<float>(dot);
-      }
+      for (int64_t bl = b; bl < nb; ++bl) s += scaled_block_dot(T, rows[q], bl, xq, t0 + k);  // an odd last block
       y[k * y_stride + q] = s;
     }
 }
