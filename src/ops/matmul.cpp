@@ -33,8 +33,9 @@ void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, 
   // Decode streams the weights: one contiguous range per thread keeps the
   // hardware prefetchers on long runs. Batches are compute-bound: tiles go
   // out in chunks (about four per thread) as threads become free, since
-  // per-core speeds differ and a static split waits for the slowest.
-  const int64_t chunk = n < 4 ? (tiles + parts - 1) / parts : std::max<int64_t>(4, tiles / (4 * parts));
+  // per-core speeds differ and a static split waits for the slowest. Batch
+  // chunks are whole pairs of tiles, the AMX kernel's unit.
+  const int64_t chunk = n < 4 ? (tiles + parts - 1) / parts : std::max<int64_t>(4, tiles / (4 * parts)) & ~int64_t{1};
   const int64_t chunks = (tiles + chunk - 1) / chunk;
   std::atomic<int64_t> next{0};
   pool.parallel_for(

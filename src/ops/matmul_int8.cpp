@@ -316,7 +316,10 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_
 
 // AMX: C[16 weight rows][16 activation rows] per block of 32, one tdpbssd
 // (weights as signed int8 in A, activations VNNI-packed in B), then scaled by
-// d_w (per row) * d_x (per activation) into float sums held in 16 registers.
+// d_w (per row) * d_x (per activation) into float sums. Two weight tiles meet
+// two activation groups per block (four products from four tile loads), since
+// tile traffic, not the multiplies, sets the pace: every product must be
+// stored for its per-block scaling.
 struct TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
@@ -325,126 +328,131 @@ struct TileConfig {
   uint8_t rows[16] = {};
 };
 
-// Scales block b's integer products (C rows = weight rows, lanes = the
-// group's activations) into the float sums.
-SS_AMX __attribute__((always_inline)) inline void amx_scale(const int32_t (*c)[16], const float* dx, const float* dw,
-                                                            __m512* acc) {
-  const __m512 dxv = _mm512_loadu_ps(dx);
-  for (int m = 0; m < 16; ++m)
-    acc[m] =
-        _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[m])), _mm512_mul_ps(dxv, _mm512_set1_ps(dw[m])), acc[m]);
+// Scales block b's four integer products (tile t = weight tile t / 2,
+// activation group t % 2; C rows = weight rows, lanes = activations) into the
+// float sums acc [4][16][16].
+SS_AMX __attribute__((always_inline)) inline void amx_scale4(const int32_t (*c)[16][16], const float* dx0,
+                                                             const float* dx1, const float* dw0, const float* dw1,
+                                                             float (*acc)[16][16]) {
+  for (int t = 0; t < 4; ++t) {
+    const __m512 dxv = _mm512_loadu_ps(t & 1 ? dx1 : dx0);
+    const float* dw = t & 2 ? dw1 : dw0;
+    for (int m = 0; m < 16; ++m) {
+      const __m512 s = _mm512_mul_ps(dxv, _mm512_set1_ps(dw[m]));
+      _mm512_store_ps(acc[t][m],
+                      _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[t][m])), s, _mm512_load_ps(acc[t][m])));
+    }
+  }
 }
 
-// GCC's tile intrinsics paste the tile number into the instruction text, so
-// it must be a literal: a macro, not a template.
-#define SS_AMX_ISSUE(C, A, B, a, a_stride, b) \
-  do {                                        \
-    _tile_zero(C);                            \
-    _tile_loadd(A, a, a_stride);              \
-    _tile_loadd(B, b, 64);                    \
-    _tile_dpbssd(C, A, B);                    \
-  } while (0)
+// Weight rows [rt, rt + 16) of a Q4_0/Q8_0 matrix as signed int8 A tiles
+// (wq [nb][16][32]) and their scales (dw [nb][16]); rows from `end` on are 0.
+void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw) {
+  for (int m = 0; m < 16; ++m) {
+    if (rt + m < end) {
+      if (w.type == GgmlType::Q4_0)
+        decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
+      else
+        decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
+    } else {
+      for (int64_t b = 0; b < nb; ++b) {
+        std::memset(wq + b * 512 + m * kActBlock, 0, kActBlock);
+        dw[b * 16 + m] = 0;
+      }
+    }
+  }
+}
 
 SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+  // Products are scaled kLag blocks after they are stored: loads straight
+  // after a tile store would wait for it to reach the cache.
+  constexpr int kLag = 1;
   const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, cols));
-  // Tiles 0, 1: C (16 x 16 int32); 2, 4: A (16 weight rows x 32 int8);
-  // 3, 5: B (8 x 16 activations x 4 int8). Two sets, so block b+1 multiplies
-  // while block b's product is stored and scaled.
+  // Tiles 0-3: C (16 x 16 int32), tile 2 * wt + ag for weight tile wt and
+  // activation group ag; 4, 5: A (16 weight rows x 32 int8) of weight tiles
+  // 0, 1; 6, 7: B (8 x (16 activations x 4 int8)) of groups 0, 1.
   TileConfig cfg;
-  for (int tile : {0, 1, 2, 3}) {  // C: 16 x 16 int32
+  for (int tile : {0, 1, 2, 3}) {
     cfg.colsb[tile] = 64;
     cfg.rows[tile] = 16;
   }
-  for (int tile : {4, 5}) {  // A: 16 weight rows x 32 int8
+  for (int tile : {4, 5}) {
     cfg.colsb[tile] = 32;
     cfg.rows[tile] = 16;
   }
-  for (int tile : {6, 7}) {  // B: 8 x (16 activations x 4 int8)
+  for (int tile : {6, 7}) {
     cfg.colsb[tile] = 64;
     cfg.rows[tile] = 8;
   }
   _tile_loadconfig(&cfg);
-  thread_local std::vector<int8_t> wbuf;  // [nb][16][32] signed weights: block b's A tile is contiguous
-  thread_local std::vector<float> dwbuf;  // [nb][16] weight scales
-  wbuf.resize(static_cast<size_t>(16 * cols));
-  dwbuf.resize(static_cast<size_t>(16 * nb));
-  alignas(64) int32_t cbuf[4][16][16];
-  alignas(64) float out[16][16];
+  thread_local std::vector<int8_t> wbuf;  // [2][nb][16][32]: block b's A tile is contiguous
+  thread_local std::vector<float> dwbuf;  // [2][nb][16] weight scales
+  wbuf.resize(static_cast<size_t>(32 * cols));
+  dwbuf.resize(static_cast<size_t>(32 * nb));
+  int8_t* const wq[2] = {wbuf.data(), wbuf.data() + 16 * cols};
+  float* const dws[2] = {dwbuf.data(), dwbuf.data() + 16 * nb};
+  alignas(64) int32_t cbuf[kLag + 1][4][16][16];  // products of blocks b - kLag .. b
+  alignas(64) float acc[4][16][16];
   const int groups = (xq.n + 15) / 16;
-  for (int64_t rt = r0; rt < r1; rt += 16) {
-    const int nr = static_cast<int>(std::min<int64_t>(16, r1 - rt));
-    for (int m = 0; m < 16; ++m) {
-      if (m < nr) {
-        if (w.type == GgmlType::Q4_0)
-          decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wbuf.data() + m * kActBlock, 512, dwbuf.data() + m, 16);
-        else
-          decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wbuf.data() + m * kActBlock, 512, dwbuf.data() + m, 16);
-      } else {
-        for (int64_t b = 0; b < nb; ++b) {
-          std::memset(wbuf.data() + b * 512 + m * kActBlock, 0, kActBlock);
-          dwbuf[b * 16 + m] = 0;
-        }
-      }
-    }
-    const int64_t next_rows = std::min<int64_t>(16, r1 - (rt + 16));
-    const uint8_t* next = next_rows > 0 ? w.row(rt + 16) : nullptr;
+  for (int64_t rt = r0; rt < r1; rt += 32) {
+    // A strip of 16 rows (the end of W or of this range) multiplies zeros in
+    // its second tile rather than needing a second kernel.
+    decode_tile(w, rt, r1, nb, wq[0], dws[0]);
+    decode_tile(w, rt + 16, r1, nb, wq[1], dws[1]);
+    const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
+    const uint8_t* next = next_rows > 0 ? w.row(rt + 32) : nullptr;
     const int64_t next_bytes = next_rows > 0 ? next_rows * rb : 0;
-    const int lines_per_step = static_cast<int>((next_bytes / 64 + groups * nb - 1) / (groups * nb)) + 1;
+    const int pairs = (groups + 1) / 2;
+    const int lines_per_step = static_cast<int>((next_bytes / 64 + pairs * nb - 1) / (pairs * nb)) + 1;
     int64_t fetched = 0;
-    for (int g = 0; g < groups; ++g) {
-      __m512 acc[16];
-      for (int m = 0; m < 16; ++m) acc[m] = _mm512_setzero_ps();
-      const int8_t* bq = xq.packed.data() + g * nb * 512;
-      const float* dx = xq.packed_d.data() + g * nb * 16;
-      // Block b's product is stored one step after its multiply is issued
-      // and scaled one step after that, so neither waits on the tile unit.
-      // Meanwhile the next tile's weights (contiguous rows) come in from
-      // memory, a few cache lines per block, spread over all groups.
-      // (A macro: a lambda would not carry this function's target attributes.)
-#define scale(c, blk)                                                                                     \
-  do {                                                                                                    \
-    amx_scale(c, dx + (blk)*16, dwbuf.data() + (blk)*16, acc);                                            \
-    for (int k = 0; k < lines_per_step; ++k, fetched += 64)                                               \
-      if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T0); \
-  } while (0)
-      // Four products in flight: block k multiplies into C tile k % 4 (tiles
-      // 0-3) from A/B tiles 4/6 (k even) or 5/7 (k odd), and is stored and
-      // scaled three issues later. The tile unit runs in program order, so
-      // reloading A/B behind an issued multiply is safe.
-#define SS_ISSUE(k, C, A, B) SS_AMX_ISSUE(C, A, B, wbuf.data() + (k)*512, kActBlock, bq + (k)*512)
-      SS_ISSUE(0, 0, 4, 6);
-      if (nb > 1) SS_ISSUE(1, 1, 5, 7);
-      if (nb > 2) SS_ISSUE(2, 2, 4, 6);
-      // Each product is scaled one store later than it is stored: loads
-      // straight after a tile store would wait for it to reach the cache.
-      int64_t pending = -1;  // stored, not yet scaled (its buffer: pending % 4)
-#define SS_STORE(T, blk)                                 \
-  do {                                                   \
-    _tile_stored(T, cbuf[T], 64);                        \
-    if (pending >= 0) scale(cbuf[pending & 3], pending); \
-    pending = (blk);                                     \
-  } while (0)
-      for (int64_t b = 0; b < nb; b += 4) {
-        if (b + 3 < nb) SS_ISSUE(b + 3, 3, 5, 7);
-        SS_STORE(0, b);
-        if (b + 1 >= nb) break;
-        if (b + 4 < nb) SS_ISSUE(b + 4, 0, 4, 6);
-        SS_STORE(1, b + 1);
-        if (b + 2 >= nb) break;
-        if (b + 5 < nb) SS_ISSUE(b + 5, 1, 5, 7);
-        SS_STORE(2, b + 2);
-        if (b + 3 >= nb) break;
-        if (b + 6 < nb) SS_ISSUE(b + 6, 2, 4, 6);
-        SS_STORE(3, b + 3);
+    for (int g = 0; g < groups; g += 2) {
+      // An odd last group is paired with itself; its second products are
+      // never written out.
+      const int g1 = g + 1 < groups ? g + 1 : g;
+      const int8_t* bq0 = xq.packed.data() + g * nb * 512;
+      const int8_t* bq1 = xq.packed.data() + g1 * nb * 512;
+      const float* dx0 = xq.packed_d.data() + g * nb * 16;
+      const float* dx1 = xq.packed_d.data() + g1 * nb * 16;
+      for (auto& t : acc)
+        for (auto& m : t) _mm512_store_ps(m, _mm512_setzero_ps());
+      // Meanwhile the next strip's weights come in from memory (into L2), a
+      // few cache lines per block. (GCC's tile intrinsics need literal tile
+      // numbers, hence no loop over tiles.)
+      for (int64_t b = 0; b < nb; ++b) {
+        _tile_loadd(4, wq[0] + b * 512, kActBlock);
+        _tile_loadd(5, wq[1] + b * 512, kActBlock);
+        _tile_loadd(6, bq0 + b * 512, 64);
+        _tile_loadd(7, bq1 + b * 512, 64);
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+        int32_t(*c)[16][16] = cbuf[b % (kLag + 1)];
+        _tile_stored(0, c[0], 64);
+        _tile_stored(1, c[1], 64);
+        _tile_stored(2, c[2], 64);
+        _tile_stored(3, c[3], 64);
+        if (b >= kLag) {
+          const int64_t p = b - kLag;
+          amx_scale4(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16, acc);
+        }
+        for (int k = 0; k < lines_per_step; ++k, fetched += 64)
+          if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T1);
       }
-      scale(cbuf[pending & 3], pending);
-#undef SS_STORE
-#undef SS_ISSUE
-#undef scale
-      const int na = std::min(16, xq.n - g * 16);
-      for (int m = 0; m < 16; ++m) _mm512_store_ps(out[m], acc[m]);
-      for (int j = 0; j < na; ++j)
-        for (int m = 0; m < nr; ++m) y[(g * 16 + j) * rows + rt + m] = out[m][j];
+      for (int64_t p = std::max<int64_t>(0, nb - kLag); p < nb; ++p)
+        amx_scale4(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16, acc);
+      for (int t = 0; t < 4; ++t) {
+        const int ag = t & 1 ? g1 : g;
+        if ((t & 1) && g1 == g) continue;
+        const int na = std::min(16, xq.n - ag * 16);
+        const int64_t row0 = rt + (t >> 1) * 16, nr = std::min<int64_t>(16, r1 - row0);
+        for (int j = 0; j < na; ++j)
+          for (int64_t m = 0; m < nr; ++m) y[(ag * 16 + j) * rows + row0 + m] = acc[t][m][j];
+      }
     }
   }
   _tile_release();
