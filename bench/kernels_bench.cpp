@@ -9,6 +9,7 @@
 #include "format/ggml_types.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
+#include "ops/matmul_bf16.h"
 #include "ops/matmul_int8.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
@@ -46,6 +47,12 @@ void run_matmul(benchmark::State& st, ss::ActQuant aq) {
       return;
     }
     label += std::string(" ") + ss::int8_kernels();
+  } else if (aq == ss::ActQuant::Fast) {
+    if (!ss::bf16_matmul_supported(w)) {
+      st.SkipWithError("no AMX-BF16 on this CPU");
+      return;
+    }
+    label += " amx-bf16";
   }
   const auto x = random_floats(static_cast<size_t>(n * cols), 2);
   std::vector<float> y(static_cast<size_t>(n * rows));
@@ -73,6 +80,10 @@ BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
 void BM_MatmulInt8(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8); }
 BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2}, {2048}, {2048}, {1, 16, 64}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
+// The same batches as bf16 tiles (ActQuant::Fast, 4+ rows).
+void BM_MatmulFast(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast); }
+BENCHMARK(BM_MatmulFast)->ArgsProduct({{8, 2}, {2048}, {2048}, {16, 64}});
+BENCHMARK(BM_MatmulFast)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 
 // stories260K's F32 shapes (rows x cols): q/o, gate/up, down, output.
 BENCHMARK(BM_Matmul)->Args({0, 64, 64, 1})->Args({0, 172, 64, 1})->Args({0, 64, 172, 1})->Args({0, 512, 64, 1});

@@ -21,7 +21,9 @@ struct ModelFlags {
   int threads = 1;
   std::string act_quant = "none";
   void add(CLI::App& app);
-  ActQuant activation_quant() const { return act_quant == "int8" ? ActQuant::Int8 : ActQuant::None; }
+  ActQuant activation_quant() const {
+    return act_quant == "int8" ? ActQuant::Int8 : act_quant == "fast" ? ActQuant::Fast : ActQuant::None;
+  }
   Result<std::shared_ptr<const Model>> load() const;
 };
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <vector>
 
+#include "ops/matmul_bf16.h"
 #include "ops/matmul_int8.h"
 #include "ops/matmul_kernels.h"
 
@@ -17,13 +18,12 @@ int parts_for(int64_t work, const ThreadPool& pool) {
   return static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
 }
 
-// Int8 path over several matrices that share X: X quantized once, all their
-// 16-row tiles in one parallel pass (one wait instead of one per matrix).
-void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool) {
-  thread_local QuantizedActs buffer;
-  QuantizedActs& xq = buffer;  // the workers must see this thread's buffer, not their own
+// Reduced-precision paths over several matrices that share X: X rounded once
+// (by `prepare`), all their 16-row tiles in one parallel pass (one wait
+// instead of one per matrix); rows(w, y, r0, r1) computes a range.
+template <typename Rows>
+void shared_pass(std::span<const MatmulOut> outs, int n, ThreadPool& pool, const Rows& rows) {
   const int64_t cols = outs[0].w->ne0;
-  quantize_acts(x, n, cols, xq, &pool);
   int64_t tiles = 0, work = 0;
   for (const auto& o : outs) {
     tiles += (o.w->ne1 + 15) / 16;
@@ -34,7 +34,7 @@ void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, 
   // hardware prefetchers on long runs. Batches are compute-bound: tiles go
   // out in chunks (about four per thread) as threads become free, since
   // per-core speeds differ and a static split waits for the slowest. Batch
-  // chunks are whole pairs of tiles, the AMX kernel's unit.
+  // chunks are whole pairs of tiles, the AMX kernels' unit.
   const int64_t chunk = n < 4 ? (tiles + parts - 1) / parts : std::max<int64_t>(4, tiles / (4 * parts)) & ~int64_t{1};
   const int64_t chunks = (tiles + chunk - 1) / chunk;
   std::atomic<int64_t> next{0};
@@ -46,7 +46,7 @@ void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, 
           int64_t first = 0;  // the current matrix's first tile in the global order
           for (const auto& o : outs) {
             const int64_t t = (o.w->ne1 + 15) / 16, a = std::max(lo, first), b = std::min(hi, first + t);
-            if (a < b) matmul_int8_rows(*o.w, xq, o.y, (a - first) * 16, std::min(o.w->ne1, (b - first) * 16));
+            if (a < b) rows(*o.w, o.y, (a - first) * 16, std::min(o.w->ne1, (b - first) * 16));
             first += t;
           }
         }
@@ -54,24 +54,47 @@ void matmul_int8_shared(std::span<const MatmulOut> outs, const float* x, int n, 
       parts);
 }
 
-bool int8_all(std::span<const MatmulOut> outs, ActQuant aq) {
-  if (aq != ActQuant::Int8) return false;
+// Batches of this many rows or more take bf16 tiles under ActQuant::Fast;
+// fewer stay int8 (a bf16 GEMV would be slower than the memory it reads).
+constexpr int kBf16MinRows = 4;
+
+bool all_supported(std::span<const MatmulOut> outs, bool (*supported)(const TensorView&)) {
   for (const auto& o : outs)
-    if (!int8_matmul_supported(*o.w) || o.w->ne0 != outs[0].w->ne0) return false;
+    if (!supported(*o.w) || o.w->ne0 != outs[0].w->ne0) return false;
+  return true;
+}
+
+// Runs the reduced-precision pass `aq` asks for, if every matrix has one.
+bool reduced_precision(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool, ActQuant aq) {
+  if (aq == ActQuant::None) return false;
+  const int64_t cols = outs[0].w->ne0;
+  // The workers must see the calling thread's buffers, not their own.
+  if (aq == ActQuant::Fast && n >= kBf16MinRows && all_supported(outs, bf16_matmul_supported)) {
+    thread_local Bf16Acts buffer;
+    Bf16Acts& xb = buffer;
+    pack_acts_bf16(x, n, cols, xb);
+    shared_pass(outs, n, pool,
+                [&](const TensorView& w, float* y, int64_t r0, int64_t r1) { matmul_bf16_rows(w, xb, y, r0, r1); });
+    return true;
+  }
+  if (!all_supported(outs, int8_matmul_supported)) return false;
+  thread_local QuantizedActs buffer;
+  QuantizedActs& xq = buffer;
+  quantize_acts(x, n, cols, xq, &pool);
+  shared_pass(outs, n, pool,
+              [&](const TensorView& w, float* y, int64_t r0, int64_t r1) { matmul_int8_rows(w, xq, y, r0, r1); });
   return true;
 }
 }  // namespace
 
 void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool, ActQuant aq) {
-  if (outs.empty()) return;
-  if (int8_all(outs, aq)) return matmul_int8_shared(outs, x, n, pool);
+  if (outs.empty() || reduced_precision(outs, x, n, pool, aq)) return;
   for (const auto& o : outs) matmul(*o.w, x, n, o.y, pool, aq);
 }
 
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq) {
   const MatmulOut one{&w, y};
-  if (int8_all(std::span<const MatmulOut>(&one, 1), aq))
-    return matmul_int8_shared(std::span<const MatmulOut>(&one, 1), x, n, pool);
+  if (reduced_precision(std::span<const MatmulOut>(&one, 1), x, n, pool, aq)) return;
   const int parts = parts_for(w.ne0 * w.ne1 * n, pool);
   if (parts == 1) {
     matmul_rows_simd(w, x, n, y, 0, w.ne1);

@@ -6,13 +6,12 @@
 #include <cstring>
 #include <mutex>
 
+#include "ops/amx.h"
 #include "util/check.h"
 #include "util/fp16.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 namespace ss {
@@ -142,17 +141,8 @@ bool cpu_has_vnni() {
          __builtin_cpu_supports("avx512vnni");
 }
 
-// AMX needs the kernel's permission to use the tile state (Linux 5.16+).
 bool amx_enabled() {
-  static const bool ok = [] {
-    if (!cpu_has_vnni()) return false;
-    unsigned eax, ebx, ecx, edx;
-    __asm__("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(0));
-    const bool tile = (edx >> 24) & 1, int8 = (edx >> 25) & 1;
-    if (!tile || !int8) return false;
-    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
-  }();
+  static const bool ok = cpu_has_vnni() && cpu_has_amx_int8() && amx_tiles_permitted();
   return ok;
 }
 
@@ -320,13 +310,6 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_
 // two activation groups per block (four products from four tile loads), since
 // tile traffic, not the multiplies, sets the pace: every product must be
 // stored for its per-block scaling.
-struct TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
 
 // Scales block b's four integer products (tile t = weight tile t / 2,
 // activation group t % 2; C rows = weight rows, lanes = activations) into the
@@ -372,18 +355,9 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   // activation group ag; 4, 5: A (16 weight rows x 32 int8) of weight tiles
   // 0, 1; 6, 7: B (8 x (16 activations x 4 int8)) of groups 0, 1.
   TileConfig cfg;
-  for (int tile : {0, 1, 2, 3}) {
-    cfg.colsb[tile] = 64;
-    cfg.rows[tile] = 16;
-  }
-  for (int tile : {4, 5}) {
-    cfg.colsb[tile] = 32;
-    cfg.rows[tile] = 16;
-  }
-  for (int tile : {6, 7}) {
-    cfg.colsb[tile] = 64;
-    cfg.rows[tile] = 8;
-  }
+  for (int tile : {0, 1, 2, 3}) cfg.set(tile, 16, 64);
+  for (int tile : {4, 5}) cfg.set(tile, 16, 32);
+  for (int tile : {6, 7}) cfg.set(tile, 8, 64);
   _tile_loadconfig(&cfg);
   thread_local std::vector<int8_t> wbuf;  // [2][nb][16][32]: block b's A tile is contiguous
   thread_local std::vector<float> dwbuf;  // [2][nb][16] weight scales
