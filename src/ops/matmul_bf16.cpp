@@ -92,33 +92,38 @@ SS_BF16 inline void store_bf16x32(__m512 lo, __m512 hi, uint16_t* dst) {
   std::memcpy(dst, &v, 64);
 }
 
-// Weight rows [rt, rt + 16) as bf16 A tiles, wt [nb][16][32]; rows from
-// `end` on are 0.
-SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, uint16_t* wt) {
+// Blocks [k0, k0 + kn) of weight rows [rt, rt + 16) as bf16 A tiles,
+// wt [kn][16][32]; rows from `end` on are 0.
+SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t k0, int64_t kn, uint16_t* wt) {
   for (int m = 0; m < 16; ++m) {
     uint16_t* dst = wt + m * 32;
     if (rt + m >= end) {
-      for (int64_t b = 0; b < nb; ++b) std::memset(dst + b * 512, 0, 64);
+      for (int64_t b = 0; b < kn; ++b) std::memset(dst + b * 512, 0, 64);
       continue;
     }
     const uint8_t* row = w.row(rt + m);
     if (w.type == GgmlType::Q4_0) {
-      const __m128i nib = _mm_set1_epi8(0x0F);
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + b * 18;
+      // The block's 16 possible values d * (q - 8) (exact in float), rounded
+      // once, then looked up per nibble: [lo nibbles | hi nibbles] is the
+      // block's element order.
+      const __m512 q_minus_8 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+      const __m256i nib = _mm256_set1_epi8(0x0F);
+      for (int64_t b = 0; b < kn; ++b) {
+        const uint8_t* blk = row + (k0 + b) * 18;
         uint16_t h;
         std::memcpy(&h, blk, 2);
-        const float d = _cvtsh_ss(h);
-        const __m512 dv = _mm512_set1_ps(d), off = _mm512_set1_ps(-8.0f * d);
+        const __m256bh table16 = _mm512_cvtneps_pbh(_mm512_mul_ps(q_minus_8, _mm512_set1_ps(_cvtsh_ss(h))));
+        __m256i t;
+        std::memcpy(&t, &table16, 32);
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-        const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(v, nib)));
-        const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(v, 4), nib)));
-        // (q - 8) * d is exact, so the fused form rounds nothing.
-        store_bf16x32(_mm512_fmadd_ps(lo, dv, off), _mm512_fmadd_ps(hi, dv, off), dst + b * 512);
+        const __m256i idx8 =
+            _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1), nib);
+        const __m512i vals = _mm512_permutexvar_epi16(_mm512_cvtepu8_epi16(idx8), _mm512_castsi256_si512(t));
+        _mm512_storeu_si512(dst + b * 512, vals);
       }
     } else {
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + b * 34;
+      for (int64_t b = 0; b < kn; ++b) {
+        const uint8_t* blk = row + (k0 + b) * 34;
         uint16_t h;
         std::memcpy(&h, blk, 2);
         const __m512 dv = _mm512_set1_ps(_cvtsh_ss(h));
@@ -146,9 +151,14 @@ SS_BF16 void pack_acts_simd(const float* x, int n, int64_t cols, uint16_t* packe
   }
 }
 
-// C[16 weight rows][16 activation rows] float sums over the whole row: two
-// weight tiles meet two activation groups per block of 32 (four products
-// from four tile loads); nothing leaves the tiles until the row is done.
+// C[16 weight rows][16 activation rows] float sums: two weight tiles meet
+// two activation groups per block of 32 (four products from four tile
+// loads). Tile loads from L2 set the pace (about 19 ns a product here against
+// 7 from L1), so the weights are converted a chunk of kChunk blocks at a
+// time into a buffer that stays in L1 for every activation group, and the
+// sums wait in L1 between chunks.
+constexpr int kChunk = 8;
+
 SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float* y, int64_t r0, int64_t r1) {
   const int64_t nb = xb.blocks(), cols = xb.cols, rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, cols));
   // Tiles 0-3: C (16 x 16 float), tile 2 * wt + ag for weight tile wt and
@@ -157,16 +167,11 @@ SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float*
   TileConfig cfg;
   for (int tile = 0; tile < 8; ++tile) cfg.set(tile, 16, 64);
   _tile_loadconfig(&cfg);
-  thread_local std::vector<uint16_t> wbuf;  // [2][nb][16][32]: block b's A tile is contiguous
-  wbuf.resize(static_cast<size_t>(32 * cols));
-  uint16_t* const wt[2] = {wbuf.data(), wbuf.data() + 16 * cols};
-  alignas(64) float out[4][16][16];
+  alignas(64) uint16_t wt[2][kChunk][16][32];  // a chunk of both weight tiles
   const int groups = (xb.n + 15) / 16, pairs = (groups + 1) / 2;
+  thread_local std::vector<float> sums;  // [pairs][4][16][16]
+  sums.resize(static_cast<size_t>(pairs) * 1024);
   for (int64_t rt = r0; rt < r1; rt += 32) {
-    // A strip of 16 rows (the end of W or of this range) multiplies zeros
-    // in its second tile rather than needing a second kernel.
-    convert_tile(w, rt, r1, nb, wt[0]);
-    convert_tile(w, rt + 16, r1, nb, wt[1]);
     // The next strip's weights come in from memory (into L2), a few cache
     // lines per block.
     const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
@@ -174,40 +179,59 @@ SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float*
     const int64_t next_bytes = next_rows > 0 ? next_rows * rb : 0;
     const int lines_per_step = static_cast<int>((next_bytes / 64 + pairs * nb - 1) / (pairs * nb)) + 1;
     int64_t fetched = 0;
-    for (int g = 0; g < groups; g += 2) {
-      // An odd last group is paired with itself; its second products are
-      // never written out.
-      const int g1 = g + 1 < groups ? g + 1 : g;
-      const uint16_t* bq0 = xb.packed.data() + g * nb * 512;
-      const uint16_t* bq1 = xb.packed.data() + g1 * nb * 512;
-      // GCC's tile intrinsics need literal tile numbers, hence no loops.
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (int64_t b = 0; b < nb; ++b) {
-        _tile_loadd(4, wt[0] + b * 512, 64);
-        _tile_loadd(5, wt[1] + b * 512, 64);
-        _tile_loadd(6, bq0 + b * 512, 64);
-        _tile_loadd(7, bq1 + b * 512, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-        for (int k = 0; k < lines_per_step; ++k, fetched += 64)
-          if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T1);
+    for (int64_t k0 = 0; k0 < nb; k0 += kChunk) {
+      const int64_t kn = std::min<int64_t>(kChunk, nb - k0);
+      // A strip of 16 rows (the end of W or of this range) multiplies zeros
+      // in its second tile rather than needing a second kernel.
+      convert_tile(w, rt, r1, k0, kn, &wt[0][0][0][0]);
+      convert_tile(w, rt + 16, r1, k0, kn, &wt[1][0][0][0]);
+      for (int p = 0; p < pairs; ++p) {
+        // An odd last group is paired with itself; its second products are
+        // never written out.
+        const int g = 2 * p, g1 = g + 1 < groups ? g + 1 : g;
+        const uint16_t* bq0 = xb.packed.data() + (g * nb + k0) * 512;
+        const uint16_t* bq1 = xb.packed.data() + (g1 * nb + k0) * 512;
+        float* s = sums.data() + p * 1024;
+        // GCC's tile intrinsics need literal tile numbers, hence no loops.
+        if (k0 == 0) {
+          _tile_zero(0);
+          _tile_zero(1);
+          _tile_zero(2);
+          _tile_zero(3);
+        } else {
+          _tile_loadd(0, s, 64);
+          _tile_loadd(1, s + 256, 64);
+          _tile_loadd(2, s + 512, 64);
+          _tile_loadd(3, s + 768, 64);
+        }
+        for (int64_t b = 0; b < kn; ++b) {
+          _tile_loadd(4, wt[0][b], 64);
+          _tile_loadd(5, wt[1][b], 64);
+          _tile_loadd(6, bq0 + b * 512, 64);
+          _tile_loadd(7, bq1 + b * 512, 64);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+          for (int k = 0; k < lines_per_step; ++k, fetched += 64)
+            if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T1);
+        }
+        _tile_stored(0, s, 64);
+        _tile_stored(1, s + 256, 64);
+        _tile_stored(2, s + 512, 64);
+        _tile_stored(3, s + 768, 64);
       }
-      _tile_stored(0, out[0], 64);
-      _tile_stored(1, out[1], 64);
-      _tile_stored(2, out[2], 64);
-      _tile_stored(3, out[3], 64);
+    }
+    for (int p = 0; p < pairs; ++p) {
+      const int g = 2 * p, g1 = g + 1 < groups ? g + 1 : g;
       for (int t = 0; t < 4; ++t) {
         if ((t & 1) && g1 == g) continue;
         const int ag = t & 1 ? g1 : g;
         const int na = std::min(16, xb.n - ag * 16);
         const int64_t row0 = rt + (t >> 1) * 16, nr = std::min<int64_t>(16, r1 - row0);
+        const float* c = sums.data() + p * 1024 + t * 256;  // [16 weight rows][16 activations]
         for (int j = 0; j < na; ++j)
-          for (int64_t m = 0; m < nr; ++m) y[(ag * 16 + j) * rows + row0 + m] = out[t][m][j];
+          for (int64_t m = 0; m < nr; ++m) y[(ag * 16 + j) * rows + row0 + m] = c[m * 16 + j];
       }
     }
   }
