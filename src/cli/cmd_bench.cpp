@@ -61,6 +61,9 @@ BenchCommand::BenchCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   sub_->add_option("--compare", compare_, "baseline policy to compare per-token time against (e.g. recompute:512)");
+  sub_->add_option("--pair", pair_,
+                   "two stream positions A,B decoded in alternation (one step each, same machine state): "
+                   "per-token p50/p99 at B vs A, e.g. 10000,1000000");
   sub_->add_option("--batch", batch_,
                    "batched decode: sequence counts decoding together, e.g. 1,16,64 (aggregate tok/s vs the first)");
   sub_->add_option("--batch-context", batch_context_, "tokens each batched sequence holds before timing")
@@ -85,6 +88,13 @@ int BenchCommand::run() {
   if (!prefill.ok()) return fail(prefill.error().message);
   if (!positions.ok()) return fail(positions.error().message);
   std::sort(positions->begin(), positions->end());
+  Result<std::vector<int64_t>> at = std::vector<int64_t>{};
+  if (!pair_.empty()) {
+    at = parse_list(pair_);
+    if (!at.ok()) return fail(at.error().message);
+    if (at->size() != 2) return fail("--pair takes two positions A,B");
+    if (!policy.bounded()) return fail("--pair needs a bounded policy (sinks or window)");
+  }
   const int V = model->config.n_vocab;
   std::mt19937_64 rng(seed_);
   auto random_tokens = [&](size_t n) {
@@ -175,6 +185,51 @@ int BenchCommand::run() {
                   engine.pool().used_blocks());
   }
   engine.free_sequence(id);
+
+  if (!pair_.empty()) {
+    // Two streams fast-forwarded to A and B, then one decode step each in
+    // turn, so drift and noise of a shared machine fall on both alike.
+    EngineOptions pe = eo;
+    pe.kv_blocks = 2 * blocks_needed(policy, samples_ + 4096, pe.block_tokens, pe.max_chunk) + 2;
+    Engine paired(model, pe);
+    SeqId ids[2];
+    int32_t tok[2];
+    for (int s = 0; s < 2; ++s) {
+      ids[s] = paired.create_sequence(policy).value();
+      for (int64_t p = 0; p < (*at)[s];) {
+        const auto toks = random_tokens(static_cast<size_t>(std::min<int64_t>((*at)[s] - p, 4096)));
+        const BatchItem item{ids[s], toks, false};
+        if (auto st = paired.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
+          return fail(st.error().message);
+        p += static_cast<int64_t>(toks.size());
+      }
+      tok[s] = static_cast<int32_t>(rng() % static_cast<uint64_t>(V));
+    }
+    std::vector<double> lat[2];
+    for (int i = 0; i < samples_ + 8; ++i)
+      for (int k = 0; k < 2; ++k) {
+        const int s = (i + k) % 2;  // A first, then B first: neither always follows the other
+        const BatchItem item{ids[s], std::span<const int32_t>(&tok[s], 1), false};
+        const auto t0 = Clock::now();
+        if (auto st = paired.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
+          return fail(st.error().message);
+        if (i >= 8) lat[s].push_back(ms_since(t0));  // the first steps warm caches
+        tok[s] = static_cast<int32_t>(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin());
+      }
+    const double p50[2] = {percentile(lat[0], 0.5), percentile(lat[1], 0.5)};
+    const double p99[2] = {percentile(lat[0], 0.99), percentile(lat[1], 0.99)};
+    out["pair"] = {{"positions", {(*at)[0], (*at)[1]}},
+                   {"p50_ms", {p50[0], p50[1]}},
+                   {"p99_ms", {p99[0], p99[1]}},
+                   {"p99_ratio", p99[1] / p99[0]},
+                   {"p50_ratio", p50[1] / p50[0]}};
+    if (!json_)
+      std::printf(
+          "alternating decode, %d steps each: position %lld p50 %.4f ms p99 %.4f ms | position %lld p50 %.4f ms p99 "
+          "%.4f ms | p99 %+.1f%%, p50 %+.1f%%\n",
+          samples_, static_cast<long long>((*at)[0]), p50[0], p99[0], static_cast<long long>((*at)[1]), p50[1], p99[1],
+          100.0 * (p99[1] / p99[0] - 1), 100.0 * (p50[1] / p50[0] - 1));
+  }
 
   if (!batch_.empty()) {
     auto counts = parse_list(batch_);

@@ -113,3 +113,31 @@ TEST(Cli, MakeModelWritesLoadableRealShapes) {
 
 }  // namespace
 }  // namespace ss
+
+namespace ss {
+namespace {
+
+TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
+  // Alternating decode at two positions reports both tails and their ratio.
+  const std::string m = " -m " + test::shared("models/stories260K/stories260K.gguf");
+  auto r = run("bench" + m + " --policy sinks:4:60 --prefill 16 --positions 50 --samples 16 --pair 100,3000 --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("\"p99_ratio\""), std::string::npos) << r.out;
+  EXPECT_NE(run("bench" + m + " --policy sinks:4:60 --pair 100", true).out.find("two positions"), std::string::npos);
+  EXPECT_NE(run("bench" + m + " --policy dense --pair 10,20", true).out.find("bounded policy"), std::string::npos);
+  // Q4_0 batches through every --act-quant mode (fast: bf16 tiles where the
+  // CPU has AMX-BF16, int8 otherwise).
+  const std::string q = test::temp_path("bench_q4.gguf");
+  ASSERT_EQ(run("make-model --shape stories15m --type q4_0 --seed 2 -o " + q).rc, 0);
+  for (const std::string mode : {"none", "int8", "fast"}) {
+    auto b = run("bench -m " + q + " --act-quant " + mode +
+                     " --prefill 8 --positions 20 --samples 4 --batch 1,5 --batch-context 4 --json",
+                 true);
+    EXPECT_EQ(b.rc, 0) << mode << ": " << b.out;
+    EXPECT_NE(b.out.find("\"aggregate_tok_s\""), std::string::npos) << mode;
+  }
+  std::remove(q.c_str());
+}
+
+}  // namespace
+}  // namespace ss
