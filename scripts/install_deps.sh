@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages sinkstream builds with, only those missing.
 # --test adds what the test suite needs on top (xmllint, Chromium, Node.js,
-# clang + compiler-rt for libFuzzer).
+# clang + compiler-rt for libFuzzer, the aarch64 cross compiler).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libhwy-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(libxml2-utils curl chromium clang-14 libclang-rt-14-dev)
+  pkgs+=(libxml2-utils curl chromium clang-14 libclang-rt-14-dev g++-aarch64-linux-gnu)
   # Node.js runs the end-to-end tests (openai client, playwright-core): the
   # machine's if it has one, else Debian's.
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs npm)

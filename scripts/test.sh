@@ -8,8 +8,10 @@
 #  3. ThreadSanitizer: scheduler, HTTP server, fault tests, thread pool.
 #  4. libFuzzer: every target for FUZZ_SECONDS (default 60) from seed corpora.
 #  5. Load test: 64 streaming session clients for 60 s against `serve`.
+#  6. Arm: every source file cross-compiled for aarch64 (NEON kernels).
 # Models and golden data come from ../shared or $SINKSTREAM_SHARED. Set
-# SS_SKIP_ASAN / SS_SKIP_TSAN / SS_SKIP_FUZZ / SS_SKIP_LOAD=1 to skip a phase.
+# SS_SKIP_ASAN / SS_SKIP_TSAN / SS_SKIP_FUZZ / SS_SKIP_LOAD / SS_SKIP_ARM=1 to
+# skip a phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
@@ -39,4 +41,7 @@ fi
 if [[ "${SS_SKIP_LOAD:-0}" != 1 ]]; then
   ./build/release/bench/load_test --server ./build/release/sinkstream \
     -m "$shared/models/stories260K/stories260K.gguf" --clients 64 --seconds 60
+fi
+if [[ "${SS_SKIP_ARM:-0}" != 1 ]]; then
+  bash scripts/check_arm_compile.sh
 fi

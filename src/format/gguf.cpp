@@ -107,7 +107,7 @@ struct Parser {
         ok = rd(double{});
         break;
       case GgufValueType::BOOL: {
-        uint8_t b;
+        uint8_t b = 0;
         ok = r.read(b);
         if (ok && b > 1) return fail("bool value " + std::to_string(b));
         v.i = b;

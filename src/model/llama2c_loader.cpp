@@ -59,7 +59,7 @@ Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const
   if (tok.empty()) {
     const auto slash = path.find_last_of('/');
     const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-    for (const std::string cand : {"tok" + std::to_string(h.vocab_size) + ".bin", std::string("tokenizer.bin")})
+    for (const std::string& cand : {"tok" + std::to_string(h.vocab_size) + ".bin", std::string("tokenizer.bin")})
       if (file_exists(dir + "/" + cand)) {
         tok = dir + "/" + cand;
         break;

@@ -18,7 +18,7 @@ namespace ss {
 
 namespace {
 
-bool int8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+[[maybe_unused]] bool int8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 
 // Block b of a Q4_0 or Q8_0 row as 32 signed integers (Q4_0: nibble - 8).
 void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* scale) {

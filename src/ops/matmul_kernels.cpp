@@ -6,6 +6,12 @@
 // multiplied with float activations: no int8 activation quantization, so a
 // quantized model computes the same function as its dequantized twin (only the
 // summation order differs).
+// The kernels hold tiles of accumulators in arrays of vectors, which SVE's
+// sizeless vector types do not allow: Arm builds compile NEON only
+// (scripts/check_arm_compile.sh cross-compiles this with aarch64 g++).
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_kernels.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
