@@ -19,8 +19,8 @@ int parts_for(int64_t work, const ThreadPool& pool) {
 }
 
 // Reduced-precision paths over several matrices that share X: X rounded once
-// (by `prepare`), all their 16-row tiles in one parallel pass (one wait
-// instead of one per matrix); rows(w, y, r0, r1) computes a range.
+// by the caller, all their 16-row tiles in one parallel pass (one wait
+// instead of one per matrix); rows(w, y, r0, r1) computes a range of one.
 template <typename Rows>
 void shared_pass(std::span<const MatmulOut> outs, int n, ThreadPool& pool, const Rows& rows) {
   const int64_t cols = outs[0].w->ne0;

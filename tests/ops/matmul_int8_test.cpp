@@ -10,6 +10,7 @@
 #include <random>
 
 #include "ops/matmul.h"
+#include "ops/matmul_bf16.h"
 #include "random_weights.h"
 
 namespace ss {
@@ -129,6 +130,8 @@ TEST(Int8Matmul, SharedInputPassEqualsSeparateMatmuls) {
   }
 }
 
+// Types without int8/bf16 kernels give the exact float results under every
+// mode, decode and batch.
 TEST(Int8Matmul, OtherTypesStayOnTheFloatPath) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -137,11 +140,16 @@ TEST(Int8Matmul, OtherTypesStayOnTheFloatPath) {
     std::vector<uint8_t> storage;
     const TensorView w = random_weights(t, 9, 256, rng, storage);
     EXPECT_FALSE(int8_matmul_supported(w));
-    std::vector<float> x(2 * 256), a(18), b(18);
-    for (auto& v : x) v = u(rng);
-    matmul(w, x.data(), 2, a.data(), pool, ActQuant::None);
-    matmul(w, x.data(), 2, b.data(), pool, ActQuant::Int8);
-    EXPECT_EQ(a, b);
+    EXPECT_FALSE(bf16_matmul_supported(w));
+    for (int n : {2, 8}) {
+      std::vector<float> x(static_cast<size_t>(n) * 256), a(static_cast<size_t>(n) * 9), b(a.size());
+      for (auto& v : x) v = u(rng);
+      matmul(w, x.data(), n, a.data(), pool, ActQuant::None);
+      for (ActQuant aq : {ActQuant::Int8, ActQuant::Fast}) {
+        matmul(w, x.data(), n, b.data(), pool, aq);
+        EXPECT_EQ(a, b) << "n=" << n;
+      }
+    }
   }
 }
 
