@@ -82,6 +82,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
   out.q.resize(static_cast<size_t>(n * cols));
   out.d.resize(static_cast<size_t>(n * nb));
   out.sum.resize(static_cast<size_t>(n * nb));
+  out.q_halves.resize(static_cast<size_t>(n * cols));
   // AMX operand: per 16 rows and block, [k/4][row][4] bytes (rows past n: 0).
   const bool pack = n >= 4;
   const int groups = pack ? (n + 15) / 16 : 0;
@@ -94,6 +95,14 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
       for (int64_t b = 0; real && b < nb; ++b) {
         const size_t i = static_cast<size_t>(t * nb + b);
         out.sum[i] = quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i]);
+      }
+      if (real) {
+        int8_t* h = out.q_halves.data() + t * cols;
+        int64_t b = 0;
+        for (; b + 2 <= nb; b += 2)
+          for (int part = 0; part < 4; ++part)  // b lo, b+1 lo, b hi, b+1 hi
+            std::memcpy(h + b * kActBlock + part * 16, src + (b + (part & 1)) * kActBlock + (part >> 1) * 16, 16);
+        if (b < nb) std::memcpy(h + b * kActBlock, src + b * kActBlock, kActBlock);
       }
       if (!pack) continue;
       const int64_t g = t / 16, row = t % 16;
@@ -146,9 +155,10 @@ bool amx_enabled() {
   return ok;
 }
 
-// The 64 weights of blocks b, b+1 of a row as bytes in natural element order,
-// made unsigned for vpdpbusd: Q4_0 nibbles (value + 8), Q8_0 int8 ^ 0x80
-// (value + 128). The offset comes back out through the activation sums.
+// The 64 weights of blocks b, b+1 of a row as bytes, made unsigned for
+// vpdpbusd: Q4_0 nibbles (value + 8) in q_halves order, Q8_0 int8 ^ 0x80
+// (value + 128) in natural order. The offset comes back out through the
+// activation sums.
 template <GgmlType T>
 SS_VNNI inline __m512i load_pair(const uint8_t* p0, const uint8_t* p1) {
   if constexpr (T == GgmlType::Q4_0) {
@@ -156,8 +166,7 @@ SS_VNNI inline __m512i load_pair(const uint8_t* p0, const uint8_t* p1) {
         _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p0 + 2))),
                                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(p1 + 2)), 1);
     __m512i z = _mm512_inserti64x4(_mm512_castsi256_si512(y), _mm256_srli_epi16(y, 4), 1);
-    z = _mm512_and_si512(z, _mm512_set1_epi8(0x0F));
-    return _mm512_shuffle_i64x2(z, z, _MM_SHUFFLE(3, 1, 2, 0));  // [lo0, hi0, lo1, hi1]
+    return _mm512_and_si512(z, _mm512_set1_epi8(0x0F));  // [lo0, lo1, hi0, hi1]: matches q_halves
   } else {
     const __m512i z =
         _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0 + 2))),
@@ -185,7 +194,11 @@ SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int 
                        int64_t prefetch_ahead) {
   constexpr int64_t BB = kBlockBytes<T>;
   const int64_t nb = xq.blocks(), cols = xq.cols;
-  const __m512i lane_block = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  // Which block of the pair each 32-bit lane of a product belongs to.
+  constexpr bool halves = T == GgmlType::Q4_0;
+  const __m512i lane_block = halves ? _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0)
+                                    : _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const int8_t* acts = halves ? xq.q_halves.data() : xq.q.data();
   __m512 acc[R][NT];
   for (int q = 0; q < R; ++q)
     for (int k = 0; k < NT; ++k) acc[q][k] = _mm512_setzero_ps();
@@ -195,9 +208,10 @@ SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int 
     __m128 dx[NT];
     for (int k = 0; k < NT; ++k) {
       const int t = t0 + k;
-      xv[k] = _mm512_loadu_si512(xq.q.data() + t * cols + b * kActBlock);
+      xv[k] = _mm512_loadu_si512(acts + t * cols + b * kActBlock);
       const int32_t* s = xq.sum.data() + t * nb + b;
-      bias[k] = _mm512_mask_set1_epi32(_mm512_maskz_set1_epi32(0x0001, -kOffset<T> * s[0]), 0x0100, -kOffset<T> * s[1]);
+      bias[k] = _mm512_mask_set1_epi32(_mm512_maskz_set1_epi32(0x0001, -kOffset<T> * s[0]), halves ? 0x0010 : 0x0100,
+                                       -kOffset<T> * s[1]);
       int64_t pair;  // d of blocks b, b+1 (floats: only 4-byte aligned)
       std::memcpy(&pair, xq.d.data() + t * nb + b, sizeof pair);
       dx[k] = _mm_castsi128_ps(_mm_cvtsi64_si128(pair));
