@@ -1,7 +1,12 @@
 #pragma once
 // What the AMX kernels (int8 and bf16 tiles) share: the kernel's permission
-// to use the tile state, and the tile configuration layout.
+// to use the tile state, the tile configuration layout, and their walk over
+// 32-row weight strips (prefetching the next strip, writing the sums out).
+#include <algorithm>
 #include <cstdint>
+
+#include "format/ggml_types.h"
+#include "format/tensor.h"
 
 namespace ss {
 
@@ -25,5 +30,45 @@ struct TileConfig {
     colsb[tile] = static_cast<uint16_t>(bytes_per_row);
   }
 };
+
+// Spreads prefetches of the next 32-row strip of W (after [rt, rt + 32),
+// within [.., r1)) over the `steps` steps of the current strip, a few cache
+// lines each, into L2, so they arrive while the tiles work.
+class StripPrefetch {
+ public:
+  StripPrefetch(const TensorView& w, int64_t rt, int64_t r1, int64_t steps) {
+    const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
+    if (next_rows > 0) {
+      next_ = w.row(rt + 32);
+      bytes_ = next_rows * static_cast<int64_t>(row_bytes(w.type, w.ne0));
+    }
+    lines_per_step_ = (bytes_ / 64 + steps - 1) / steps + 1;
+  }
+  void step() {
+    for (int64_t k = 0; k < lines_per_step_ && fetched_ < bytes_; ++k, fetched_ += 64)
+      __builtin_prefetch(next_ + fetched_, 0, 2);  // locality 2: L2 (prefetcht1)
+  }
+
+ private:
+  const uint8_t* next_ = nullptr;
+  int64_t bytes_ = 0, lines_per_step_ = 1, fetched_ = 0;
+};
+
+// The float sums of weight strip [rt, rt + 32) against activation groups g
+// and g1 (16 rows each; g1 == g when the last group has no partner, whose
+// second products are then not written): sums[2 * wt + ag][m][j] for weight
+// tile wt, group ag, weight row m, activation j. Into Y [n x rows], rows
+// from r1 on left alone.
+inline void store_strip_sums(const float (*sums)[16][16], int g, int g1, int n, int64_t rt, int64_t r1, int64_t rows,
+                             float* y) {
+  for (int t = 0; t < 4; ++t) {
+    if ((t & 1) && g1 == g) continue;
+    const int ag = t & 1 ? g1 : g;
+    const int na = std::min(16, n - ag * 16);
+    const int64_t row0 = rt + (t >> 1) * 16, nr = std::min<int64_t>(16, r1 - row0);
+    for (int j = 0; j < na; ++j)
+      for (int64_t m = 0; m < nr; ++m) y[(ag * 16 + j) * rows + row0 + m] = sums[t][m][j];
+  }
+}
 
 }  // namespace ss

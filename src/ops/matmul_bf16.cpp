@@ -1,10 +1,10 @@
 #include "ops/matmul_bf16.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 
+#include "format/ggml_types.h"
 #include "ops/amx.h"
 #include "util/check.h"
 #include "util/fp16.h"
@@ -16,53 +16,27 @@
 namespace ss {
 
 uint16_t to_bf16(float x) {
-  uint32_t u = std::bit_cast<uint32_t>(x);
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
   if ((u & 0x7F800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);  // zero, subnormal: signed 0
-  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x007FFFFFu) != 0)
-    return static_cast<uint16_t>((u >> 16) | 0x0040u);  // NaN stays NaN
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
+  return fp32_to_bf16(x);
 }
-
-float from_bf16(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
 namespace {
-
 bool bf16_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
-
-// Block b of a Q4_0 / Q8_0 row as 32 exact floats (d * q needs at most 18
-// significant bits).
-void block_floats(GgmlType t, const uint8_t* row, int64_t b, float* out) {
-  uint16_t h;
-  if (t == GgmlType::Q4_0) {
-    const uint8_t* blk = row + b * 18;
-    std::memcpy(&h, blk, 2);
-    const float d = fp16_to_fp32(h);
-    for (int i = 0; i < 16; ++i) {
-      out[i] = d * static_cast<float>((blk[2 + i] & 0x0F) - 8);
-      out[i + 16] = d * static_cast<float>((blk[2 + i] >> 4) - 8);
-    }
-  } else {
-    const uint8_t* blk = row + b * 34;
-    std::memcpy(&h, blk, 2);
-    const float d = fp16_to_fp32(h);
-    for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(static_cast<int8_t>(blk[2 + i]));
-  }
-}
-
 }  // namespace
 
 void matmul_bf16_reference(const TensorView& w, const float* x, int n, float* y) {
   SS_CHECK(bf16_type(w.type) && w.ne0 % 32 == 0);
-  const int64_t cols = w.ne0, rows = w.ne1, nb = cols / 32;
+  const int64_t cols = w.ne0, rows = w.ne1;
   std::vector<float> wr(static_cast<size_t>(cols));
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t b = 0; b < nb; ++b) block_floats(w.type, w.row(r), b, wr.data() + b * 32);
-    for (auto& v : wr) v = from_bf16(to_bf16(v));
+    dequantize_row(w.type, w.row(r), wr.data(), cols);  // exact: d * q needs at most 18 significant bits
+    for (auto& v : wr) v = bf16_to_fp32(to_bf16(v));
     for (int j = 0; j < n; ++j) {
       double s = 0;
       for (int64_t i = 0; i < cols; ++i)
-        s += static_cast<double>(wr[static_cast<size_t>(i)]) * from_bf16(to_bf16(x[j * cols + i]));
+        s += static_cast<double>(wr[static_cast<size_t>(i)]) * bf16_to_fp32(to_bf16(x[j * cols + i]));
       y[j * rows + r] = static_cast<float>(s);
     }
   }
@@ -160,7 +134,7 @@ SS_BF16 void pack_acts_simd(const float* x, int n, int64_t cols, uint16_t* packe
 constexpr int kChunk = 8;
 
 SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float* y, int64_t r0, int64_t r1) {
-  const int64_t nb = xb.blocks(), cols = xb.cols, rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, cols));
+  const int64_t nb = xb.blocks(), rows = w.ne1;
   // Tiles 0-3: C (16 x 16 float), tile 2 * wt + ag for weight tile wt and
   // activation group ag; 4, 5: A (16 weight rows x 32 bf16); 6, 7: B
   // (16 x (16 activations x 2 bf16)). All 16 rows x 64 bytes.
@@ -172,13 +146,7 @@ SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float*
   thread_local std::vector<float> sums;  // [pairs][4][16][16]
   sums.resize(static_cast<size_t>(pairs) * 1024);
   for (int64_t rt = r0; rt < r1; rt += 32) {
-    // The next strip's weights come in from memory (into L2), a few cache
-    // lines per block.
-    const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
-    const uint8_t* next = next_rows > 0 ? w.row(rt + 32) : nullptr;
-    const int64_t next_bytes = next_rows > 0 ? next_rows * rb : 0;
-    const int lines_per_step = static_cast<int>((next_bytes / 64 + pairs * nb - 1) / (pairs * nb)) + 1;
-    int64_t fetched = 0;
+    StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>(pairs) * nb);  // the next strip, while this one works
     for (int64_t k0 = 0; k0 < nb; k0 += kChunk) {
       const int64_t kn = std::min<int64_t>(kChunk, nb - k0);
       // A strip of 16 rows (the end of W or of this range) multiplies zeros
@@ -213,8 +181,7 @@ SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float*
           _tile_dpbf16ps(1, 4, 7);
           _tile_dpbf16ps(2, 5, 6);
           _tile_dpbf16ps(3, 5, 7);
-          for (int k = 0; k < lines_per_step; ++k, fetched += 64)
-            if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T1);
+          prefetch.step();
         }
         _tile_stored(0, s, 64);
         _tile_stored(1, s + 256, 64);
@@ -224,15 +191,7 @@ SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float*
     }
     for (int p = 0; p < pairs; ++p) {
       const int g = 2 * p, g1 = g + 1 < groups ? g + 1 : g;
-      for (int t = 0; t < 4; ++t) {
-        if ((t & 1) && g1 == g) continue;
-        const int ag = t & 1 ? g1 : g;
-        const int na = std::min(16, xb.n - ag * 16);
-        const int64_t row0 = rt + (t >> 1) * 16, nr = std::min<int64_t>(16, r1 - row0);
-        const float* c = sums.data() + p * 1024 + t * 256;  // [16 weight rows][16 activations]
-        for (int j = 0; j < na; ++j)
-          for (int64_t m = 0; m < nr; ++m) y[(ag * 16 + j) * rows + row0 + m] = c[m * 16 + j];
-      }
+      store_strip_sums(reinterpret_cast<const float(*)[16][16]>(sums.data() + p * 1024), g, g1, xb.n, rt, r1, rows, y);
     }
   }
   _tile_release();

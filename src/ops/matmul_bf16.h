@@ -13,10 +13,10 @@
 
 namespace ss {
 
-// Round to nearest even; NaN stays NaN; subnormals go to zero (as the AMX
-// conversion and multiply treat them).
+// fp32_to_bf16 (nearest even, NaN stays NaN) with subnormals flushed to
+// zero, as the AMX conversion and multiply treat them; bf16_to_fp32 (util/
+// fp16.h) reads the result back.
 uint16_t to_bf16(float x);
-float from_bf16(uint16_t b);
 
 // X [n x cols] (cols % 32 == 0) rounded to bf16 and laid out as the tile
 // unit's B operand: per 16 activation rows and block of 32 columns,

@@ -72,6 +72,8 @@ int32_t quantize_block_scalar(const float* x, int8_t* q, float* d_out) {
 }
 
 int32_t quantize_block(const float* x, int8_t* q, float* d_out);
+// AMX tiles are present, permitted and not switched off by int8_allow_amx.
+bool amx_for_batches();
 }  // namespace
 
 void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, ThreadPool* pool) {
@@ -82,10 +84,10 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
   out.q.resize(static_cast<size_t>(n * cols));
   out.d.resize(static_cast<size_t>(n * nb));
   out.sum.resize(static_cast<size_t>(n * nb));
-  out.q_halves.resize(static_cast<size_t>(n * cols));
+  out.amx = n >= 4 && amx_for_batches();
   // AMX operand: per 16 rows and block, [k/4][row][4] bytes (rows past n: 0).
-  const bool pack = n >= 4;
-  const int groups = pack ? (n + 15) / 16 : 0;
+  const int groups = out.amx ? (n + 15) / 16 : 0;
+  out.q_halves.resize(out.amx ? 0 : static_cast<size_t>(n * cols));
   out.packed.resize(static_cast<size_t>(groups) * nb * 512);
   out.packed_d.resize(static_cast<size_t>(groups) * nb * 16);
   auto rows = [&](size_t t0, size_t t1) {
@@ -96,15 +98,15 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
         const size_t i = static_cast<size_t>(t * nb + b);
         out.sum[i] = quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i]);
       }
-      if (real) {
+      if (!out.amx) {  // every row is real here: only AMX groups have padding
         int8_t* h = out.q_halves.data() + t * cols;
         int64_t b = 0;
         for (; b + 2 <= nb; b += 2)
           for (int part = 0; part < 4; ++part)  // b lo, b+1 lo, b hi, b+1 hi
             std::memcpy(h + b * kActBlock + part * 16, src + (b + (part & 1)) * kActBlock + (part >> 1) * 16, 16);
         if (b < nb) std::memcpy(h + b * kActBlock, src + b * kActBlock, kActBlock);
+        continue;
       }
-      if (!pack) continue;
       const int64_t g = t / 16, row = t % 16;
       int8_t* dst = out.packed.data() + g * nb * 512 + row * 4;
       for (int64_t k4 = 0; k4 < nb * 8; ++k4) {
@@ -118,7 +120,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
             real ? out.d[static_cast<size_t>(t * nb + b)] : 0.0f;
     }
   };
-  const size_t total = pack ? static_cast<size_t>(groups) * 16 : static_cast<size_t>(n);
+  const size_t total = out.amx ? static_cast<size_t>(groups) * 16 : static_cast<size_t>(n);
   const int parts = pool ? static_cast<int>(std::min<int64_t>(pool->size(), n / 8)) : 1;
   if (parts > 1)
     pool->parallel_for(total, rows, parts);
@@ -364,7 +366,7 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   // Products are scaled kLag blocks after they are stored: loads straight
   // after a tile store would wait for it to reach the cache.
   constexpr int kLag = 1;
-  const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, cols));
+  const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1;
   // Tiles 0-3: C (16 x 16 int32), tile 2 * wt + ag for weight tile wt and
   // activation group ag; 4, 5: A (16 weight rows x 32 int8) of weight tiles
   // 0, 1; 6, 7: B (8 x (16 activations x 4 int8)) of groups 0, 1.
@@ -387,12 +389,7 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
     // its second tile rather than needing a second kernel.
     decode_tile(w, rt, r1, nb, wq[0], dws[0]);
     decode_tile(w, rt + 16, r1, nb, wq[1], dws[1]);
-    const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
-    const uint8_t* next = next_rows > 0 ? w.row(rt + 32) : nullptr;
-    const int64_t next_bytes = next_rows > 0 ? next_rows * rb : 0;
-    const int pairs = (groups + 1) / 2;
-    const int lines_per_step = static_cast<int>((next_bytes / 64 + pairs * nb - 1) / (pairs * nb)) + 1;
-    int64_t fetched = 0;
+    StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>((groups + 1) / 2) * nb);
     for (int g = 0; g < groups; g += 2) {
       // An odd last group is paired with itself; its second products are
       // never written out.
@@ -403,9 +400,8 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       const float* dx1 = xq.packed_d.data() + g1 * nb * 16;
       for (auto& t : acc)
         for (auto& m : t) _mm512_store_ps(m, _mm512_setzero_ps());
-      // Meanwhile the next strip's weights come in from memory (into L2), a
-      // few cache lines per block. (GCC's tile intrinsics need literal tile
-      // numbers, hence no loop over tiles.)
+      // Meanwhile the next strip's weights come in from memory. (GCC's tile
+      // intrinsics need literal tile numbers, hence no loop over tiles.)
       for (int64_t b = 0; b < nb; ++b) {
         _tile_loadd(4, wq[0] + b * 512, kActBlock);
         _tile_loadd(5, wq[1] + b * 512, kActBlock);
@@ -428,19 +424,11 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
           const int64_t p = b - kLag;
           amx_scale4(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16, acc);
         }
-        for (int k = 0; k < lines_per_step; ++k, fetched += 64)
-          if (fetched < next_bytes) _mm_prefetch(reinterpret_cast<const char*>(next + fetched), _MM_HINT_T1);
+        prefetch.step();
       }
       for (int64_t p = std::max<int64_t>(0, nb - kLag); p < nb; ++p)
         amx_scale4(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16, acc);
-      for (int t = 0; t < 4; ++t) {
-        const int ag = t & 1 ? g1 : g;
-        if ((t & 1) && g1 == g) continue;
-        const int na = std::min(16, xq.n - ag * 16);
-        const int64_t row0 = rt + (t >> 1) * 16, nr = std::min<int64_t>(16, r1 - row0);
-        for (int j = 0; j < na; ++j)
-          for (int64_t m = 0; m < nr; ++m) y[(ag * 16 + j) * rows + row0 + m] = acc[t][m][j];
-      }
+      store_strip_sums(acc, g, g1, xq.n, rt, r1, rows, y);
     }
   }
   _tile_release();
@@ -479,8 +467,7 @@ bool int8_matmul_supported(const TensorView& w) {
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
-  if (xq.n >= 4 && !xq.packed.empty() && g_allow_amx.load(std::memory_order_relaxed) && amx_enabled())
-    return amx_matmul(w, xq, y, r0, r1);
+  if (xq.amx) return amx_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)
     vnni_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
   else
@@ -491,6 +478,10 @@ const char* int8_kernels() {
   if (!cpu_has_vnni()) return "none";
   return amx_enabled() ? "amx+avx512-vnni" : "avx512-vnni";
 }
+
+namespace {
+bool amx_for_batches() { return g_allow_amx.load(std::memory_order_relaxed) && amx_enabled(); }
+}  // namespace
 
 #else  // no x86: the float path only
 
@@ -503,6 +494,10 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   SS_CHECK(false && "int8 matmul without a kernel");
 }
 const char* int8_kernels() { return "none"; }
+
+namespace {
+bool amx_for_batches() { return false; }
+}  // namespace
 
 #endif
 

@@ -29,10 +29,14 @@ struct QuantizedActs {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<int32_t> sum;
-  // q with each pair of blocks (b, b+1) as [b 0-15, b+1 0-15, b 16-31,
-  // b+1 16-31]: the order a Q4_0 block pair's low and high nibbles come out
-  // of one register, so the VNNI GEMV needs no shuffle per weight pair. A
-  // last odd block stays as in q. [n x cols]
+  // Which kernel these activations are laid out for, decided once here and
+  // followed by matmul_int8_rows: AMX tiles (4+ rows, where allowed and
+  // present; `packed` filled) or VNNI (`q_halves` filled).
+  bool amx = false;
+  // For VNNI: q with each pair of blocks (b, b+1) as [b 0-15, b+1 0-15,
+  // b 16-31, b+1 16-31], the order a Q4_0 block pair's low and high nibbles
+  // come out of one register, so the GEMV needs no shuffle per weight pair.
+  // A last odd block stays as in q. [n x cols]
   std::vector<int8_t> q_halves;
   // For AMX: q repacked per 16 activation rows and block as the tile unit
   // expects (VNNI order: [row group][block][k/4][row][4]); rows past n are 0.

@@ -12,6 +12,7 @@
 #include "ops/matmul.h"
 #include "ops/matmul_int8.h"
 #include "random_weights.h"
+#include "util/fp16.h"
 
 namespace ss {
 namespace {
@@ -26,12 +27,12 @@ TEST(Bf16Matmul, RoundsToNearestEven) {
   EXPECT_EQ(to_bf16(1.0f + 0x1p-7f + 0x1p-8f), 0x3F82);   // tie above an odd: up
   EXPECT_EQ(to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81);  // past the tie: up
   EXPECT_EQ(to_bf16(0x1p-130f), 0x0000);                  // subnormal: 0
-  EXPECT_TRUE(std::isnan(from_bf16(to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_TRUE(std::isnan(bf16_to_fp32(to_bf16(std::numeric_limits<float>::quiet_NaN()))));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-100, 100);
   for (int i = 0; i < 10000; ++i) {
     const float x = u(rng);
-    EXPECT_LE(std::fabs(from_bf16(to_bf16(x)) - x), std::fabs(x) * 0x1p-8f) << x;  // 8 significant bits
+    EXPECT_LE(std::fabs(bf16_to_fp32(to_bf16(x)) - x), std::fabs(x) * 0x1p-8f) << x;  // 8 significant bits
   }
 }
 
