@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "util/check.h"
 
@@ -13,16 +12,16 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_work_.notify_all();
+  stop_ = true;
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
 namespace {
-// Spin at most this long for a job or for the workers to finish.
+// Spin at most this long for a job or for the workers to finish, then sleep:
+// long enough to bridge the gaps inside a forward pass, short enough that an
+// idle pool costs nothing.
 constexpr auto kSpin = std::chrono::microseconds(100);
 
 inline void cpu_relax() {
@@ -31,23 +30,29 @@ inline void cpu_relax() {
 #endif
 }
 
-// True once pred() holds within kSpin.
-template <class Pred>
-bool spin_until(Pred pred) {
+// Returns once `a` no longer holds `old`: spinning first, then sleeping.
+template <class T>
+T await_change(const std::atomic<T>& a, T old) {
   const auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
-    if (pred()) return true;
+    const T v = a.load(std::memory_order_acquire);
+    if (v != old) return v;
     cpu_relax();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) break;
+  }
+  for (;;) {
+    a.wait(old, std::memory_order_acquire);
+    const T v = a.load(std::memory_order_acquire);
+    if (v != old) return v;
   }
 }
-}  // namespace
 
-static void run_part(const std::function<void(size_t, size_t)>& fn, size_t n, int parts, int idx) {
+void run_part(const std::function<void(size_t, size_t)>& fn, size_t n, int parts, int idx) {
   const size_t begin = n * static_cast<size_t>(idx) / static_cast<size_t>(parts);
   const size_t end = n * static_cast<size_t>(idx + 1) / static_cast<size_t>(parts);
   if (begin < end) fn(begin, end);
 }
+}  // namespace
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, int max_parts) {
   if (n == 0) return;
@@ -57,52 +62,27 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
     fn(0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    SS_CHECK_MSG(job_ == nullptr, "parallel_for is not re-entrant");
-    job_ = &fn;
-    job_n_ = n;
-    job_parts_ = parts;
-    pending_.store(parts - 1);
-    generation_.fetch_add(1);
-  }
-  cv_work_.notify_all();
+  SS_CHECK_MSG(!busy_.exchange(true, std::memory_order_acquire), "parallel_for is not re-entrant");
+  job_ = &fn;
+  job_n_ = n;
+  job_parts_ = parts;
+  // Every worker checks in, with a part or without: none may still be reading
+  // this job's fields when the next job overwrites them.
+  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
   run_part(fn, n, parts, 0);
-  auto done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
-  if (!spin_until(done)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_done_.wait(lock, done);
-  }
-  std::lock_guard<std::mutex> lock(mu_);
-  job_ = nullptr;
+  for (int left = pending_.load(std::memory_order_acquire); left != 0;) left = await_change(pending_, left);
+  busy_.store(false, std::memory_order_release);
 }
 
 void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    const std::function<void(size_t, size_t)>* job;
-    size_t n;
-    int parts;
-    auto ready = [&] {
-      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
-    };
-    spin_until(ready);
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_work_.wait(lock, ready);
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = job_n_;
-      parts = job_parts_;
-    }
-    if (index < parts) {
-      run_part(*job, n, parts, index);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu_);  // the caller may be between its check and its wait
-        cv_done_.notify_one();
-      }
-    }
+    seen = await_change(generation_, seen);
+    if (stop_) return;
+    if (index < job_parts_) run_part(*job_, job_n_, job_parts_, index);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }
 

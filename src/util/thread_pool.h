@@ -1,15 +1,18 @@
 #pragma once
 // A small fixed thread pool owned by the engine. parallel_for splits [0, n)
 // into contiguous ranges, one per worker (the calling thread takes one), and
-// returns when all ranges are done. With one thread it runs inline. Between
-// jobs, workers (and the caller, waiting for them) spin for a short while
-// before sleeping: a forward pass issues hundreds of small jobs, and a
-// futex sleep and wake on each cost more than the job.
+// returns when all ranges are done. With one thread it runs inline.
+//
+// A forward pass issues hundreds of small jobs, so handing one out must cost
+// less than the job: a job is published with one atomic increment (no lock),
+// workers and the waiting caller spin on an atomic for a short while, and
+// only then sleep on it (C++20 atomic wait, a futex on Linux). Measured on a
+// 2-core VM: a fork-join of two trivial parts costs ~0.5 us this way, ~1.1 us
+// when both sides took a mutex per job.
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -25,7 +28,7 @@ class ThreadPool {
   int size() const { return n_threads_; }
 
   // fn(begin, end) over a split of [0, n) into at most `max_parts` ranges
-  // (default: one per thread).
+  // (default: one per thread). Not re-entrant; one caller at a time.
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, int max_parts = 0);
 
  private:
@@ -33,16 +36,16 @@ class ThreadPool {
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_work_;
-  std::condition_variable cv_done_;
+  // The job: written by the caller before it bumps generation_ (release),
+  // read by workers after they see the new generation (acquire).
   const std::function<void(size_t, size_t)>* job_ = nullptr;
   size_t job_n_ = 0;
   int job_parts_ = 0;
-  // Written under mu_; read without it while spinning.
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
-  std::atomic<bool> stop_{false};
+  bool stop_ = false;
+  std::atomic<bool> busy_{false};  // catches a second caller or a nested call
+  // On separate cache lines: workers poll the first, the caller the second.
+  alignas(64) std::atomic<uint32_t> generation_{0};
+  alignas(64) std::atomic<int> pending_{0};
 };
 
 }  // namespace ss
