@@ -30,19 +30,29 @@ void shared_pass(std::span<const MatmulOut> outs, int n, ThreadPool& pool, const
     work += o.w->ne1 * cols * n;
   }
   const int parts = parts_for(work, pool);
-  // Tiles go out in chunks (about four per thread) as threads become free,
-  // since per-core speeds differ on a shared machine and a static split
-  // waits for the slowest (decode too: TinyLlama Q4_0 int8 +1.6-1.9% over one
-  // contiguous range per thread in 5-round A/Bs; the kernels prefetch ahead
-  // themselves). Chunks are whole pairs of tiles, the AMX kernels' unit.
-  const int64_t chunk = std::max<int64_t>(4, tiles / (4 * parts)) & ~int64_t{1};
-  const int64_t chunks = (tiles + chunk - 1) / chunk;
+  // Tiles go out in chunks as threads become free, since per-core speeds
+  // differ on a shared machine and a static split waits for the slowest.
+  // Chunks shrink as the pass goes on (guided scheduling: each takes half of
+  // what is left over the threads, at least two tiles), so few claims are
+  // made, yet the thread that finishes first waits at most for a small last
+  // chunk. Chunks are whole pairs of tiles, the AMX kernels' unit.
   std::atomic<int64_t> next{0};
+  auto claim = [&](int64_t& lo, int64_t& hi) {
+    int64_t cur = next.load(std::memory_order_relaxed);
+    for (;;) {
+      if (cur >= tiles) return false;
+      const int64_t size = (std::max<int64_t>(2, (tiles - cur) / (2 * parts)) + 1) & ~int64_t{1};
+      if (next.compare_exchange_weak(cur, cur + size, std::memory_order_relaxed)) {
+        lo = cur;
+        hi = std::min(tiles, cur + size);
+        return true;
+      }
+    }
+  };
   pool.parallel_for(
       static_cast<size_t>(parts),
       [&](size_t, size_t) {
-        for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < chunks;) {
-          const int64_t lo = c * chunk, hi = std::min(tiles, lo + chunk);
+        for (int64_t lo, hi; claim(lo, hi);) {
           int64_t first = 0;  // the current matrix's first tile in the global order
           for (const auto& o : outs) {
             const int64_t t = (o.w->ne1 + 15) / 16, a = std::max(lo, first), b = std::min(hi, first + t);
