@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "format/ggml_types.h"
 #include "ops/amx.h"
 #include "util/check.h"
 #include "util/fp16.h"
@@ -18,11 +19,19 @@ namespace ss {
 
 namespace {
 
-[[maybe_unused]] bool int8_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+[[maybe_unused]] bool int8_type(GgmlType t) {
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K;
+}
+// The types the AMX kernel reads; Q4_K takes the VNNI kernel at every size.
+[[maybe_unused]] bool amx_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 
-// Block b of a Q4_0 or Q8_0 row as 32 signed integers (Q4_0: nibble - 8).
-void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* scale) {
+// Block b (32 weights) of a row as integers with its scale and min: weight i
+// = scale * out[i] - min. Q4_0: nibble - 8, min 0; Q8_0: the int8, min 0;
+// Q4_K: sub-block b % 8 of super-block b / 8, nibble 0..15, scale d * sc,
+// min dmin * m.
+void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* scale, float* min) {
   uint16_t h;
+  *min = 0;
   if (t == GgmlType::Q4_0) {
     const uint8_t* blk = row + b * 18;
     std::memcpy(&h, blk, 2);
@@ -30,24 +39,40 @@ void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* s
       out[i] = static_cast<int8_t>((blk[2 + i] & 0x0F) - 8);
       out[i + 16] = static_cast<int8_t>((blk[2 + i] >> 4) - 8);
     }
-  } else {
+  } else if (t == GgmlType::Q8_0) {
     const uint8_t* blk = row + b * 34;
     std::memcpy(&h, blk, 2);
     std::memcpy(out, blk + 2, 32);
+  } else {
+    const uint8_t* blk = row + (b / 8) * kQ4_KBytes;
+    const int sub = static_cast<int>(b % 8);
+    uint16_t hm;
+    std::memcpy(&h, blk, 2);
+    std::memcpy(&hm, blk + 2, 2);
+    int sc, m;
+    kquant_scale_min(blk + 4, sub, sc, m);
+    const uint8_t* qs = blk + 16 + 32 * (sub / 2);
+    for (int i = 0; i < 32; ++i) out[i] = static_cast<int8_t>(sub & 1 ? qs[i] >> 4 : qs[i] & 0x0F);
+    *scale = fp16_to_fp32(h) * static_cast<float>(sc);
+    *min = fp16_to_fp32(hm) * static_cast<float>(m);
+    return;
   }
   *scale = fp16_to_fp32(h);
 }
 
-// d_w * d_x * (block b of the row · block b of activation row t), the
-// integer dot exact: the unit both the scalar twin and the SIMD tails add up.
+// Block b of the row against block b of activation row t, the integer dot
+// exact: d_w * d_x * dot, and for Q4_K d_x * (scale * dot - min * sum of the
+// activation block). The unit both the scalar twin and the SIMD tails add up.
 float scaled_block_dot(GgmlType t, const uint8_t* row, int64_t b, const QuantizedActs& xq, int64_t act_row) {
   int8_t wi[kActBlock];
-  float dw;
-  block_ints(t, row, b, wi, &dw);
+  float dw, mn;
+  block_ints(t, row, b, wi, &dw, &mn);
   const int8_t* xb = xq.q.data() + act_row * xq.cols + b * kActBlock;
   int32_t dot = 0;
   for (int i = 0; i < kActBlock; ++i) dot += wi[i] * xb[i];
-  return dw * xq.d[static_cast<size_t>(act_row * xq.blocks() + b)] * static_cast<float>(dot);
+  const size_t i = static_cast<size_t>(act_row * xq.blocks() + b);
+  if (t == GgmlType::Q4_K) return xq.d[i] * (dw * static_cast<float>(dot) - mn * static_cast<float>(xq.sum[i]));
+  return dw * xq.d[i] * static_cast<float>(dot);
 }
 
 std::atomic<bool> g_allow_amx{true};
@@ -239,36 +264,132 @@ SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int 
     }
 }
 
+// Q4_K's twelve scale bytes as eight 6-bit scales (sc) and eight 6-bit mins
+// (m), one byte each: the same unpacking as kquant_scale_min, on 32-bit words.
+inline void q4k_scales_mins(const uint8_t* s, uint8_t* sc, uint8_t* m) {
+  uint32_t u[3];
+  std::memcpy(u, s, 12);
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  const uint32_t sc0 = u[0] & k6, sc1 = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
+  const uint32_t m0 = u[1] & k6, m1 = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);
+  std::memcpy(sc, &sc0, 4);
+  std::memcpy(sc + 4, &sc1, 4);
+  std::memcpy(m, &m0, 4);
+  std::memcpy(m + 4, &m1, 4);
+}
+
+// Q4_K: super-blocks of 256 weights, eight sub-blocks of 32 (one activation
+// block each) with their own scale and min, weight = d*sc*q - dmin*m with q
+// in 0..15. The 32 nibble bytes of group g hold sub-block 2g in their low
+// and 2g+1 in their high nibbles, each in natural order, so one register of
+// 64 unsigned weights meets 64 consecutive activations with one vpdpbusd
+// (lanes 0-7: sub-block 2g, 8-15: 2g+1). The min part is, per super-block,
+// the mins times the activation blocks' d * sum: eight lanes at once.
+template <int R, int NT>
+SS_VNNI void vnni_tile_q4k(const uint8_t* const* rows, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                           int64_t prefetch_ahead) {
+  const int64_t nb = xq.blocks(), cols = xq.cols;
+  __m512i pick[4];  // lanes 0-7 take scale 2g, 8-15 scale 2g+1
+  for (int g = 0; g < 4; ++g)
+    pick[g] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi32(2 * g)), _mm256_set1_epi32(2 * g + 1), 1);
+  __m512 acc[R][NT];
+  __m256 mins[R][NT];
+  for (int q = 0; q < R; ++q)
+    for (int k = 0; k < NT; ++k) {
+      acc[q][k] = _mm512_setzero_ps();
+      mins[q][k] = _mm256_setzero_ps();
+    }
+  for (int64_t sb = 0; sb * 8 < nb; ++sb) {
+    __m256 dx[NT], dsum[NT];  // per activation block of this super-block: d and d * sum
+    for (int k = 0; k < NT; ++k) {
+      const int64_t at = (t0 + k) * nb + sb * 8;
+      dx[k] = _mm256_loadu_ps(xq.d.data() + at);
+      dsum[k] = _mm256_mul_ps(
+          dx[k], _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.sum.data() + at))));
+    }
+    for (int q = 0; q < R; ++q) {
+      const uint8_t* blk = rows[q] + sb * kQ4_KBytes;
+      for (int line = 0; line < kQ4_KBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch_ahead + line), _MM_HINT_T0);
+      uint16_t hd[2];
+      std::memcpy(hd, blk, 4);
+      alignas(16) uint8_t scm[16];
+      q4k_scales_mins(blk + 4, scm, scm + 8);
+      const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(scm));
+      const __m256 sc =
+          _mm256_mul_ps(_mm256_set1_ps(fp16_to_fp32(hd[0])), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
+      const __m256 mn = _mm256_mul_ps(_mm256_set1_ps(fp16_to_fp32(hd[1])),
+                                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8))));
+      __m512 scale[NT];
+      for (int k = 0; k < NT; ++k) {
+        mins[q][k] = _mm256_add_ps(_mm256_mul_ps(mn, dsum[k]), mins[q][k]);
+        scale[k] = _mm512_castps256_ps512(_mm256_mul_ps(sc, dx[k]));
+      }
+      for (int g = 0; g < 4; ++g) {
+        const __m256i nib = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+        const __m512i w = _mm512_and_si512(
+            _mm512_inserti64x4(_mm512_castsi256_si512(nib), _mm256_srli_epi16(nib, 4), 1), _mm512_set1_epi8(0x0F));
+        for (int k = 0; k < NT; ++k) {
+          const __m512i xv = _mm512_loadu_si512(xq.q.data() + (t0 + k) * cols + sb * 256 + 64 * g);
+          const __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv);
+          acc[q][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_permutexvar_ps(pick[g], scale[k]), acc[q][k]);
+        }
+      }
+    }
+  }
+  for (int q = 0; q < R; ++q)
+    for (int k = 0; k < NT; ++k) {
+      const __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(mins[q][k]), _mm256_extractf128_ps(mins[q][k], 1));
+      const __m128 m2 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
+      y[k * y_stride + q] = _mm512_reduce_add_ps(acc[q][k]) - _mm_cvtss_f32(_mm_add_ss(m2, _mm_movehdup_ps(m2)));
+    }
+}
+
+template <GgmlType T, int R, int NT>
+SS_VNNI void any_tile(const uint8_t* const* rows, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                      int64_t prefetch_ahead) {
+  if constexpr (T == GgmlType::Q4_K)
+    vnni_tile_q4k<R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
+  else
+    vnni_tile<T, R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
+}
+
 template <GgmlType T, int NT>
 SS_VNNI void vnni_rows(const TensorView& w, const QuantizedActs& xq, int t0, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, w.ne0));
   int64_t r = r0;
   for (; r + 4 <= r1; r += 4) {
     const uint8_t* rs[4] = {w.row(r), w.row(r + 1), w.row(r + 2), w.row(r + 3)};
-    vnni_tile<T, 4, NT>(rs, xq, t0, y + t0 * rows + r, rows, 4 * rb);
+    any_tile<T, 4, NT>(rs, xq, t0, y + t0 * rows + r, rows, 4 * rb);
   }
   for (; r < r1; ++r) {
     const uint8_t* rs[1] = {w.row(r)};
-    vnni_tile<T, 1, NT>(rs, xq, t0, y + t0 * rows + r, rows, rb);
+    any_tile<T, 1, NT>(rs, xq, t0, y + t0 * rows + r, rows, rb);
   }
 }
 
+// Rows in strips of 16, each met by every group of activation rows while
+// its weights are still in L1/L2 (a batch reads the matrix once, not once per
+// group of four activation rows).
 template <GgmlType T>
 SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
-  int t = 0;
-  for (; t + 4 <= xq.n; t += 4) vnni_rows<T, 4>(w, xq, t, y, r0, r1);
-  switch (xq.n - t) {
-    case 3:
-      vnni_rows<T, 3>(w, xq, t, y, r0, r1);
-      break;
-    case 2:
-      vnni_rows<T, 2>(w, xq, t, y, r0, r1);
-      break;
-    case 1:
-      vnni_rows<T, 1>(w, xq, t, y, r0, r1);
-      break;
-    default:
-      break;
+  for (int64_t s0 = r0; s0 < r1; s0 += 16) {
+    const int64_t s1 = std::min(r1, s0 + 16);
+    int t = 0;
+    for (; t + 4 <= xq.n; t += 4) vnni_rows<T, 4>(w, xq, t, y, s0, s1);
+    switch (xq.n - t) {
+      case 3:
+        vnni_rows<T, 3>(w, xq, t, y, s0, s1);
+        break;
+      case 2:
+        vnni_rows<T, 2>(w, xq, t, y, s0, s1);
+        break;
+      case 1:
+        vnni_rows<T, 1>(w, xq, t, y, s0, s1);
+        break;
+      default:
+        break;
+    }
   }
 }
 
@@ -462,11 +583,12 @@ int32_t quantize_block(const float* x, int8_t* q, float* d_out) {
 
 bool int8_matmul_supported(const TensorView& w) {
   static const bool vnni = cpu_has_vnni();
-  return vnni && int8_type(w.type) && w.ne0 % kActBlock == 0;
+  return vnni && int8_type(w.type) && w.ne0 % (w.type == GgmlType::Q4_K ? kQkK : kActBlock) == 0;
 }
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
+  if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
   if (xq.amx) return amx_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)
     vnni_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
