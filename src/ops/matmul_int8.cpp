@@ -22,8 +22,6 @@ namespace {
 [[maybe_unused]] bool int8_type(GgmlType t) {
   return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K;
 }
-// The types the AMX kernel reads; Q4_K takes the VNNI kernel at every size.
-[[maybe_unused]] bool amx_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 
 // Block b (32 weights) of a row as integers with its scale and min: weight i
 // = scale * out[i] - min. Q4_0: nibble - 8, min 0; Q8_0: the int8, min 0;
@@ -115,6 +113,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
   out.q_halves.resize(out.amx ? 0 : static_cast<size_t>(n * cols));
   out.packed.resize(static_cast<size_t>(groups) * nb * 512);
   out.packed_d.resize(static_cast<size_t>(groups) * nb * 16);
+  out.packed_dsum.resize(static_cast<size_t>(groups) * nb * 16);
   auto rows = [&](size_t t0, size_t t1) {
     for (int64_t t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
       const bool real = t < n;  // rows n.. up to the group's end are padding
@@ -140,9 +139,11 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
         else
           std::memset(dst + k4 * 64, 0, 4);
       }
-      for (int64_t b = 0; b < nb; ++b)
-        out.packed_d[static_cast<size_t>((g * nb + b) * 16 + row)] =
-            real ? out.d[static_cast<size_t>(t * nb + b)] : 0.0f;
+      for (int64_t b = 0; b < nb; ++b) {
+        const size_t i = static_cast<size_t>(t * nb + b), o = static_cast<size_t>((g * nb + b) * 16 + row);
+        out.packed_d[o] = real ? out.d[i] : 0.0f;
+        out.packed_dsum[o] = real ? out.d[i] * static_cast<float>(out.sum[i]) : 0.0f;
+      }
     }
   };
   const size_t total = out.amx ? static_cast<size_t>(groups) * 16 : static_cast<size_t>(n);
@@ -441,6 +442,31 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_
   }
 }
 
+// A Q4_K row's sub-blocks as int8 0..15 (dst[b*dst_stride + i]), scales d*sc
+// and mins dmin*m (dw, mn [b * dw_stride]).
+SS_VNNI void decode_row_ints_q4k(const uint8_t* row, int64_t nb, int8_t* dst, int64_t dst_stride, float* dw, float* mn,
+                                 int64_t dw_stride) {
+  const __m256i low = _mm256_set1_epi8(0x0F);
+  for (int64_t sb = 0; sb * 8 < nb; ++sb) {
+    const uint8_t* blk = row + sb * kQ4_KBytes;
+    uint16_t hd[2];
+    std::memcpy(hd, blk, 4);
+    const float d = _cvtsh_ss(hd[0]), dmin = _cvtsh_ss(hd[1]);
+    uint8_t sc[8], m[8];
+    q4k_scales_mins(blk + 4, sc, m);
+    for (int j = 0; j < 8; ++j) {
+      dw[(sb * 8 + j) * dw_stride] = d * static_cast<float>(sc[j]);
+      mn[(sb * 8 + j) * dw_stride] = dmin * static_cast<float>(m[j]);
+    }
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+      int8_t* out = dst + (sb * 8 + 2 * g) * dst_stride;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_and_si256(v, low));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + dst_stride), _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+    }
+  }
+}
+
 // AMX: C[16 weight rows][16 activation rows] per block of 32, one tdpbssd
 // (weights as signed int8 in A, activations VNNI-packed in B), then scaled by
 // d_w (per row) * d_x (per activation) into float sums. Two weight tiles meet
@@ -451,38 +477,49 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_
 // Scales block b's four integer products (tile t = weight tile t / 2,
 // activation group t % 2; C rows = weight rows, lanes = activations) into the
 // float sums acc [4][16][16].
+// With kMins (Q4_K), each also subtracts the weight row's min times the
+// activation block's d * sum.
+template <bool kMins>
 SS_AMX __attribute__((always_inline)) inline void amx_scale4(const int32_t (*c)[16][16], const float* dx0,
                                                              const float* dx1, const float* dw0, const float* dw1,
-                                                             float (*acc)[16][16]) {
+                                                             const float* ds0, const float* ds1, const float* mn0,
+                                                             const float* mn1, float (*acc)[16][16]) {
   for (int t = 0; t < 4; ++t) {
     const __m512 dxv = _mm512_loadu_ps(t & 1 ? dx1 : dx0);
     const float* dw = t & 2 ? dw1 : dw0;
     for (int m = 0; m < 16; ++m) {
       const __m512 s = _mm512_mul_ps(dxv, _mm512_set1_ps(dw[m]));
-      _mm512_store_ps(acc[t][m],
-                      _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[t][m])), s, _mm512_load_ps(acc[t][m])));
+      __m512 a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[t][m])), s, _mm512_load_ps(acc[t][m]));
+      if constexpr (kMins)
+        a = _mm512_fnmadd_ps(_mm512_set1_ps((t & 2 ? mn1 : mn0)[m]), _mm512_loadu_ps(t & 1 ? ds1 : ds0), a);
+      _mm512_store_ps(acc[t][m], a);
     }
   }
 }
 
-// Weight rows [rt, rt + 16) of a Q4_0/Q8_0 matrix as signed int8 A tiles
-// (wq [nb][16][32]) and their scales (dw [nb][16]); rows from `end` on are 0.
-void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw) {
+// Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K matrix as int8 A tiles
+// (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K, their mins
+// (mn [nb][16]); rows from `end` on are 0.
+void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw, float* mn) {
   for (int m = 0; m < 16; ++m) {
     if (rt + m < end) {
       if (w.type == GgmlType::Q4_0)
         decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
-      else
+      else if (w.type == GgmlType::Q8_0)
         decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
+      else
+        decode_row_ints_q4k(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
     } else {
       for (int64_t b = 0; b < nb; ++b) {
         std::memset(wq + b * 512 + m * kActBlock, 0, kActBlock);
         dw[b * 16 + m] = 0;
+        mn[b * 16 + m] = 0;
       }
     }
   }
 }
 
+template <bool kMins>
 SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   // Products are scaled kLag blocks after they are stored: loads straight
   // after a tile store would wait for it to reach the cache.
@@ -497,19 +534,20 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   for (int tile : {6, 7}) cfg.set(tile, 8, 64);
   _tile_loadconfig(&cfg);
   thread_local std::vector<int8_t> wbuf;  // [2][nb][16][32]: block b's A tile is contiguous
-  thread_local std::vector<float> dwbuf;  // [2][nb][16] weight scales
+  thread_local std::vector<float> dwbuf;  // [2][nb][16] weight scales, then [2][nb][16] mins
   wbuf.resize(static_cast<size_t>(32 * cols));
-  dwbuf.resize(static_cast<size_t>(32 * nb));
+  dwbuf.resize(static_cast<size_t>(64 * nb));
   int8_t* const wq[2] = {wbuf.data(), wbuf.data() + 16 * cols};
   float* const dws[2] = {dwbuf.data(), dwbuf.data() + 16 * nb};
+  float* const mns[2] = {dwbuf.data() + 32 * nb, dwbuf.data() + 48 * nb};
   alignas(64) int32_t cbuf[kLag + 1][4][16][16];  // products of blocks b - kLag .. b
   alignas(64) float acc[4][16][16];
   const int groups = (xq.n + 15) / 16;
   for (int64_t rt = r0; rt < r1; rt += 32) {
     // A strip of 16 rows (the end of W or of this range) multiplies zeros in
     // its second tile rather than needing a second kernel.
-    decode_tile(w, rt, r1, nb, wq[0], dws[0]);
-    decode_tile(w, rt + 16, r1, nb, wq[1], dws[1]);
+    decode_tile(w, rt, r1, nb, wq[0], dws[0], mns[0]);
+    decode_tile(w, rt + 16, r1, nb, wq[1], dws[1], mns[1]);
     StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>((groups + 1) / 2) * nb);
     for (int g = 0; g < groups; g += 2) {
       // An odd last group is paired with itself; its second products are
@@ -519,6 +557,8 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       const int8_t* bq1 = xq.packed.data() + g1 * nb * 512;
       const float* dx0 = xq.packed_d.data() + g * nb * 16;
       const float* dx1 = xq.packed_d.data() + g1 * nb * 16;
+      const float* ds0 = xq.packed_dsum.data() + g * nb * 16;
+      const float* ds1 = xq.packed_dsum.data() + g1 * nb * 16;
       for (auto& t : acc)
         for (auto& m : t) _mm512_store_ps(m, _mm512_setzero_ps());
       // Meanwhile the next strip's weights come in from memory. (GCC's tile
@@ -543,12 +583,14 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
         _tile_stored(3, c[3], 64);
         if (b >= kLag) {
           const int64_t p = b - kLag;
-          amx_scale4(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16, acc);
+          amx_scale4<kMins>(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16,
+                            ds0 + p * 16, ds1 + p * 16, mns[0] + p * 16, mns[1] + p * 16, acc);
         }
         prefetch.step();
       }
       for (int64_t p = std::max<int64_t>(0, nb - kLag); p < nb; ++p)
-        amx_scale4(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16, acc);
+        amx_scale4<kMins>(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16,
+                          ds0 + p * 16, ds1 + p * 16, mns[0] + p * 16, mns[1] + p * 16, acc);
       store_strip_sums(acc, g, g1, xq.n, rt, r1, rows, y);
     }
   }
@@ -588,8 +630,9 @@ bool int8_matmul_supported(const TensorView& w) {
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
+  if (xq.amx)
+    return w.type == GgmlType::Q4_K ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
-  if (xq.amx) return amx_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)
     vnni_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
   else

@@ -44,7 +44,8 @@ struct QuantizedActs {
   // For AMX: q repacked per 16 activation rows and block as the tile unit
   // expects (VNNI order: [row group][block][k/4][row][4]); rows past n are 0.
   std::vector<int8_t> packed;
-  std::vector<float> packed_d;  // d in the same grouping: [row group][block][row]
+  std::vector<float> packed_d;     // d in the same grouping: [row group][block][row]
+  std::vector<float> packed_dsum;  // d * sum in the same grouping (for Q4_K's mins)
 
   int64_t blocks() const { return cols / kActBlock; }
 };
