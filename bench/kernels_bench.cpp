@@ -75,10 +75,10 @@ void MatmulArgs(benchmark::internal::Benchmark* b) {
       for (int n : {1, 16}) b->Args({t, shape.first, shape.second, n});
 }
 BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
-// Q4_0 / Q8_0 with int8 activations (ActQuant::Int8): VNNI for n < 4, AMX
-// tiles above where the CPU has them.
+// Q4_0 / Q8_0 / Q4_K with int8 activations (ActQuant::Int8): VNNI for n < 4,
+// AMX tiles above where the CPU has them.
 void BM_MatmulInt8(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8); }
-BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2}, {2048}, {2048}, {1, 16, 64}});
+BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2, 12}, {2048}, {2048}, {1, 16, 64}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 // The same batches as bf16 tiles (ActQuant::Fast, 4+ rows).
 void BM_MatmulFast(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast); }
