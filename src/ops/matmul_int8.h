@@ -10,10 +10,9 @@
 // weights with float activations.
 //
 // Kernels: AVX-512 VNNI (64 multiply-adds per instruction) for one to a few
-// activation rows (and for Q4_K at every batch size), AMX int8 tiles (16 x 16
-// x 32 per instruction) for Q4_0/Q8_0 batches; matmul_int8_reference is their
-// scalar twin. Where the CPU has neither, int8_matmul_supported() is false
-// and callers keep the float path.
+// activation rows, AMX int8 tiles (16 x 16 x 32 per instruction) for batches;
+// matmul_int8_reference is their scalar twin. Where the CPU has neither,
+// int8_matmul_supported() is false and callers keep the float path.
 #include <cstdint>
 #include <vector>
 

@@ -45,9 +45,8 @@ TEST(Int8Matmul, ActivationRoundingStaysWithinHalfAStep) {
     }
 }
 
-// Both kernels (AMX allowed or not; Q4_K always takes VNNI), one and two
-// threads, against the twin; and against the exact float path within
-// sum_i |w_i| * d_x / 2 per block.
+// Both kernels (AMX allowed or not), one and two threads, against the twin;
+// and against the exact float path within sum_i |w_i| * d_x / 2 per block.
 TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
