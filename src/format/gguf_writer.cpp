@@ -8,14 +8,20 @@
 namespace ss {
 
 namespace {
+// Appends by resize + memcpy: GCC 12 warns (falsely) about vector::insert of
+// a few bytes here.
+void put_bytes(std::vector<uint8_t>& b, const void* p, size_t n) {
+  const size_t at = b.size();
+  b.resize(at + n);
+  if (n) std::memcpy(b.data() + at, p, n);
+}
 template <typename T>
 void put(std::vector<uint8_t>& b, T v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  b.insert(b.end(), p, p + sizeof(T));
+  put_bytes(b, &v, sizeof(T));
 }
 void put_str(std::vector<uint8_t>& b, const std::string& s) {
   put<uint64_t>(b, s.size());
-  b.insert(b.end(), s.begin(), s.end());
+  put_bytes(b, s.data(), s.size());
 }
 // Value type codes from the GGUF spec.
 constexpr uint32_t kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kStr = 8, kArr = 9;
@@ -81,7 +87,7 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
   int64_t n = 1;
   for (auto d : ne) n *= d;
   SS_CHECK(static_cast<int64_t>(data.size()) == n);
-  Tensor t{name, type, std::move(ne), {}};
+  Tensor t{name, type, std::move(ne), {}, {}};
   const int64_t rows = n / t.ne[0];
   const size_t rb = row_bytes(type, t.ne[0]);
   t.data.resize(rb * static_cast<size_t>(rows));

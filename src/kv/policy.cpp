@@ -42,7 +42,7 @@ Result<KvPolicy> KvPolicy::parse(std::string_view spec, int64_t trained_context)
   std::vector<int64_t> nums;
   for (size_t i = 1; i < parts.size(); ++i) {
     int64_t v;
-    if (!parse_int(parts[i], v)) return bad("'" + std::string(parts[i]) + "' is not an integer");
+    if (!parse_int(parts[i], v)) return bad(std::string("'").append(parts[i]).append("' is not an integer"));
     if (v < 0 || v > kMax) return bad("value out of range");
     nums.push_back(v);
   }

@@ -50,9 +50,10 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
       }
       return out;
     case ChatFamily::ChatML:
-      for (const auto& m : msgs)
-        out += (out.empty() && !first_turn ? "\n" : "") + std::string("<|im_start|>") + m.role + "\n" + m.content +
-               "<|im_end|>\n";
+      for (const auto& m : msgs) {
+        if (out.empty() && !first_turn) out += "\n";
+        out.append("<|im_start|>").append(m.role).append("\n").append(m.content).append("<|im_end|>\n");
+      }
       return out + "<|im_start|>assistant\n";
     case ChatFamily::Llama3:
       if (first_turn) out += "<|begin_of_text|>";
@@ -60,8 +61,10 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
         out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
       return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
     case ChatFamily::Zephyr:
-      for (const auto& m : msgs)
-        out += (out.empty() && !first_turn ? "\n" : "") + std::string("<|") + m.role + "|>\n" + m.content + "</s>\n";
+      for (const auto& m : msgs) {
+        if (out.empty() && !first_turn) out += "\n";
+        out.append("<|").append(m.role).append("|>\n").append(m.content).append("</s>\n");
+      }
       return out + "<|assistant|>\n";
     case ChatFamily::Llama2:
     case ChatFamily::Mistral: {

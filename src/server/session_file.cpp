@@ -26,10 +26,12 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   return h;
 }
 
+// resize + memcpy: GCC 12 warns (falsely) about vector::insert of a few bytes.
 template <typename T>
 void put(std::vector<uint8_t>& b, T v) {
-  const auto* p = reinterpret_cast<const uint8_t*>(&v);
-  b.insert(b.end(), p, p + sizeof(T));
+  const size_t at = b.size();
+  b.resize(at + sizeof(T));
+  std::memcpy(b.data() + at, &v, sizeof(T));
 }
 
 Status write_all(int fd, const std::vector<uint8_t>& b, const std::string& path) {

@@ -10,11 +10,10 @@ namespace ss {
 namespace {
 
 std::vector<uint8_t> make_file(const std::string& header, size_t data_bytes) {
-  std::vector<uint8_t> b(8);
+  std::vector<uint8_t> b(8 + header.size() + data_bytes, 0);
   const uint64_t n = header.size();
   std::memcpy(b.data(), &n, 8);
-  b.insert(b.end(), header.begin(), header.end());
-  b.resize(b.size() + data_bytes, 0);
+  std::memcpy(b.data() + 8, header.data(), header.size());
   return b;
 }
 

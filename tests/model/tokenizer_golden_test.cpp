@@ -90,7 +90,9 @@ TEST(TokenizerGolden, Llama2MatchesLlamaCppVectors) {
   for (size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(tok.encode(cases[i], false), expected[i]) << "case " << i << ": '" << cases[i] << "'";
     // Decoding the ids gives the text back (SentencePiece strips the dummy prefix).
-    if (!cases[i].empty() && cases[i][0] != ' ') EXPECT_EQ(tok.decode(expected[i]), cases[i]) << "case " << i;
+    if (!cases[i].empty() && cases[i][0] != ' ') {
+      EXPECT_EQ(tok.decode(expected[i]), cases[i]) << "case " << i;
+    }
   }
 }
 
