@@ -2,6 +2,7 @@
 // Tensor element types as numbered by GGUF (ggml_type), with block layouts.
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -55,6 +56,20 @@ inline void kquant_scale_min(const uint8_t* s, int j, int& scale, int& min) {
     scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
     min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
+}
+
+// All eight scales and mins at once, one byte each (the values
+// kquant_scale_min gives), unpacked on 32-bit words for the SIMD kernels.
+inline void kquant_scales_mins(const uint8_t* s, uint8_t* scale, uint8_t* min) {
+  uint32_t u[3];
+  std::memcpy(u, s, 12);
+  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+  const uint32_t sc0 = u[0] & k6, sc1 = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
+  const uint32_t m0 = u[1] & k6, m1 = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);
+  std::memcpy(scale, &sc0, 4);
+  std::memcpy(scale + 4, &sc1, 4);
+  std::memcpy(min, &m0, 4);
+  std::memcpy(min + 4, &m1, 4);
 }
 
 // True for the block-quantized types (rows must be a multiple of the block).

@@ -265,20 +265,6 @@ SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int 
     }
 }
 
-// Q4_K's twelve scale bytes as eight 6-bit scales (sc) and eight 6-bit mins
-// (m), one byte each: the same unpacking as kquant_scale_min, on 32-bit words.
-inline void q4k_scales_mins(const uint8_t* s, uint8_t* sc, uint8_t* m) {
-  uint32_t u[3];
-  std::memcpy(u, s, 12);
-  constexpr uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
-  const uint32_t sc0 = u[0] & k6, sc1 = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
-  const uint32_t m0 = u[1] & k6, m1 = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);
-  std::memcpy(sc, &sc0, 4);
-  std::memcpy(sc + 4, &sc1, 4);
-  std::memcpy(m, &m0, 4);
-  std::memcpy(m + 4, &m1, 4);
-}
-
 // Q4_K: super-blocks of 256 weights, eight sub-blocks of 32 (one activation
 // block each) with their own scale and min, weight = d*sc*q - dmin*m with q
 // in 0..15. The 32 nibble bytes of group g hold sub-block 2g in their low
@@ -315,7 +301,7 @@ SS_VNNI void vnni_tile_q4k(const uint8_t* const* rows, const QuantizedActs& xq, 
       uint16_t hd[2];
       std::memcpy(hd, blk, 4);
       alignas(16) uint8_t scm[16];
-      q4k_scales_mins(blk + 4, scm, scm + 8);
+      kquant_scales_mins(blk + 4, scm, scm + 8);
       const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(scm));
       const __m256 sc =
           _mm256_mul_ps(_mm256_set1_ps(fp16_to_fp32(hd[0])), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes)));
@@ -453,7 +439,7 @@ SS_VNNI void decode_row_ints_q4k(const uint8_t* row, int64_t nb, int8_t* dst, in
     std::memcpy(hd, blk, 4);
     const float d = _cvtsh_ss(hd[0]), dmin = _cvtsh_ss(hd[1]);
     uint8_t sc[8], m[8];
-    q4k_scales_mins(blk + 4, sc, m);
+    kquant_scales_mins(blk + 4, sc, m);
     for (int j = 0; j < 8; ++j) {
       dw[(sb * 8 + j) * dw_stride] = d * static_cast<float>(sc[j]);
       mn[(sb * 8 + j) * dw_stride] = dmin * static_cast<float>(m[j]);

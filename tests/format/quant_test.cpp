@@ -66,6 +66,23 @@ TEST(Quant, KQuantLayoutsMatchGgml) {
   EXPECT_FLOAT_EQ(y[96], 7.0f * ((3 << 4) - 32));
 }
 
+// The word-wise unpacking of all eight 6-bit scales and mins gives what the
+// per-sub-block one gives, for random scale bytes.
+TEST(Quant, KQuantScalesMinsAtOnceMatchOneByOne) {
+  std::mt19937 rng(11);
+  for (int rep = 0; rep < 2000; ++rep) {
+    uint8_t bytes[12], sc[8], m[8];
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    kquant_scales_mins(bytes, sc, m);
+    for (int j = 0; j < 8; ++j) {
+      int s1, m1;
+      kquant_scale_min(bytes, j, s1, m1);
+      ASSERT_EQ(sc[j], s1) << "rep " << rep << " sub-block " << j;
+      ASSERT_EQ(m[j], m1) << "rep " << rep << " sub-block " << j;
+    }
+  }
+}
+
 TEST(Quant, Q4_0LayoutMatchesGgml) {
   // d = 1 (fp16 0x3C00); byte i holds element i (low nibble) and i+16 (high).
   std::vector<uint8_t> blk(18, 0);
