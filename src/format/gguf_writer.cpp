@@ -3,22 +3,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "util/byte_writer.h"
 #include "util/check.h"
 
 namespace ss {
 
 namespace {
-// Appends by resize + memcpy: GCC 12 warns (falsely) about vector::insert of
-// a few bytes here.
-void put_bytes(std::vector<uint8_t>& b, const void* p, size_t n) {
-  const size_t at = b.size();
-  b.resize(at + n);
-  if (n) std::memcpy(b.data() + at, p, n);
-}
-template <typename T>
-void put(std::vector<uint8_t>& b, T v) {
-  put_bytes(b, &v, sizeof(T));
-}
 void put_str(std::vector<uint8_t>& b, const std::string& s) {
   put<uint64_t>(b, s.size());
   put_bytes(b, s.data(), s.size());

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "util/byte_reader.h"
+#include "util/byte_writer.h"
 #include "util/mapped_file.h"
 
 namespace ss {
@@ -24,14 +25,6 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
     h *= 1099511628211ull;
   }
   return h;
-}
-
-// resize + memcpy: GCC 12 warns (falsely) about vector::insert of a few bytes.
-template <typename T>
-void put(std::vector<uint8_t>& b, T v) {
-  const size_t at = b.size();
-  b.resize(at + sizeof(T));
-  std::memcpy(b.data() + at, &v, sizeof(T));
 }
 
 Status write_all(int fd, const std::vector<uint8_t>& b, const std::string& path) {
