@@ -8,6 +8,7 @@
 
 #include "format/ggml_types.h"
 #include "ops/attention.h"
+#include "ops/interleave.h"
 #include "ops/matmul.h"
 #include "ops/matmul_bf16.h"
 #include "ops/matmul_int8.h"
@@ -27,7 +28,7 @@ std::vector<float> random_floats(size_t n, uint32_t seed = 1) {
 
 // GEMV/GEMM: rows x cols weights of a type (range 0-2), batch of n
 // activation rows (range 3), activations as `aq` says.
-void run_matmul(benchmark::State& st, ss::ActQuant aq) {
+void run_matmul(benchmark::State& st, ss::ActQuant aq, bool interleaved = false) {
   const auto type = static_cast<ss::GgmlType>(st.range(0));
   const int64_t rows = st.range(1), cols = st.range(2);
   const int n = static_cast<int>(st.range(3));
@@ -41,6 +42,13 @@ void run_matmul(benchmark::State& st, ss::ActQuant aq) {
   w.ne1 = rows;
   w.data = wq.data();
   std::string label = ss::type_name(static_cast<uint32_t>(type));
+  std::vector<uint8_t> copy;
+  if (interleaved) {  // the layout the engine gives Q4_0 under int8/fast
+    copy.resize(ss::interleaved_bytes(w));
+    ss::interleave_q4_0(w, copy.data());
+    w.interleaved = copy.data();
+    label += " interleaved";
+  }
   if (aq == ss::ActQuant::Int8) {
     if (!ss::int8_matmul_supported(w)) {
       st.SkipWithError("no int8 kernel on this CPU");
@@ -80,10 +88,17 @@ BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
 void BM_MatmulInt8(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8); }
 BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2, 12}, {2048}, {2048}, {1, 16, 64}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
+// Q4_0 from its interleaved copy (ops/interleave.h), as the engine reads it.
+void BM_MatmulInt8Interleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8, true); }
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2}, {2048}, {2048}, {1, 16, 64}});
+BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
+BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 // The same batches as bf16 tiles (ActQuant::Fast, 4+ rows).
 void BM_MatmulFast(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast); }
 BENCHMARK(BM_MatmulFast)->ArgsProduct({{8, 2}, {2048}, {2048}, {16, 64}});
 BENCHMARK(BM_MatmulFast)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
+void BM_MatmulFastInterleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast, true); }
+BENCHMARK(BM_MatmulFastInterleaved)->ArgsProduct({{2}, {2048}, {2048}, {16, 64}});
 
 // stories260K's F32 shapes (rows x cols): q/o, gate/up, down, output.
 BENCHMARK(BM_Matmul)->Args({0, 64, 64, 1})->Args({0, 172, 64, 1})->Args({0, 64, 172, 1})->Args({0, 512, 64, 1});

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "model/story_text.h"
+#include "runtime/kernel_layouts.h"
 #include "util/mapped_file.h"
 
 namespace ss::cli {
@@ -32,7 +33,10 @@ void ModelFlags::add(CLI::App& app) {
       ->capture_default_str();
 }
 
-Result<std::shared_ptr<const Model>> ModelFlags::load() const { return load_model(ModelLoadOptions{model, tokenizer}); }
+Result<std::shared_ptr<const Model>> ModelFlags::load() const {
+  SS_ASSIGN_OR_RETURN(auto m, load_model(ModelLoadOptions{model, tokenizer}));
+  return with_kernel_layouts(std::move(m), activation_quant());  // once, shared by every engine
+}
 
 void PolicyFlags::add(CLI::App& app, bool many) {
   if (many)

@@ -14,6 +14,10 @@ struct TensorView {
   int64_t ne0 = 0;  // row length (input features)
   int64_t ne1 = 1;  // rows (output features)
   const void* data = nullptr;
+  // Optional second copy of the same weights in a kernel's own layout
+  // (ops/interleave.h: Q4_0 16 rows at a time), read by the kernels that
+  // know it; data stays valid for every other reader.
+  const void* interleaved = nullptr;
 
   bool empty() const { return data == nullptr; }
   int64_t elements() const { return ne0 * ne1; }

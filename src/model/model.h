@@ -30,6 +30,9 @@ struct Model {
   std::vector<LayerWeights> layers;
   std::string source;  // path it was loaded from
   std::vector<std::shared_ptr<const void>> keep_alive;
+  // Kernel-layout copies (TensorView::interleaved) have been added where
+  // they apply (runtime/kernel_layouts.h).
+  bool kernel_layouts = false;
 };
 
 struct ModelLoadOptions {

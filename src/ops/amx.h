@@ -7,6 +7,7 @@
 
 #include "format/ggml_types.h"
 #include "format/tensor.h"
+#include "ops/interleave.h"
 
 namespace ss {
 
@@ -39,7 +40,7 @@ class StripPrefetch {
   StripPrefetch(const TensorView& w, int64_t rt, int64_t r1, int64_t steps) {
     const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
     if (next_rows > 0) {
-      next_ = w.row(rt + 32);
+      next_ = rows_begin(w, rt + 32);
       bytes_ = next_rows * static_cast<int64_t>(row_bytes(w.type, w.ne0));
     }
     lines_per_step_ = (bytes_ / 64 + steps - 1) / steps + 1;

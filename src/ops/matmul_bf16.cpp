@@ -75,15 +75,16 @@ SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t 
       for (int64_t b = 0; b < kn; ++b) std::memset(dst + b * 512, 0, 64);
       continue;
     }
-    const uint8_t* row = w.row(rt + m);
+    thread_local std::vector<uint8_t> scratch;  // blocks rebuilt from an interleaved copy
     if (w.type == GgmlType::Q4_0) {
+      const uint8_t* blocks = q4_0_blocks(w, rt + m, k0, kn, scratch);  // [kn][18]
       // The block's 16 possible values d * (q - 8) (exact in float), rounded
       // once, then looked up per nibble: [lo nibbles | hi nibbles] is the
       // block's element order.
       const __m512 q_minus_8 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
       const __m256i nib = _mm256_set1_epi8(0x0F);
       for (int64_t b = 0; b < kn; ++b) {
-        const uint8_t* blk = row + (k0 + b) * 18;
+        const uint8_t* blk = blocks + b * 18;
         uint16_t h;
         std::memcpy(&h, blk, 2);
         const __m256bh table16 = _mm512_cvtneps_pbh(_mm512_mul_ps(q_minus_8, _mm512_set1_ps(_cvtsh_ss(h))));
@@ -96,6 +97,7 @@ SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t 
         _mm512_storeu_si512(dst + b * 512, vals);
       }
     } else {
+      const uint8_t* row = w.row(rt + m);
       for (int64_t b = 0; b < kn; ++b) {
         const uint8_t* blk = row + (k0 + b) * 34;
         uint16_t h;

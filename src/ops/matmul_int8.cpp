@@ -8,6 +8,7 @@
 
 #include "format/ggml_types.h"
 #include "ops/amx.h"
+#include "ops/interleave.h"
 #include "util/check.h"
 #include "util/fp16.h"
 
@@ -380,6 +381,72 @@ SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
   }
 }
 
+// Q4_0 interleaved 16 rows at a time (ops/interleave.h) against NT
+// activation rows from t0: y[k * y_stride + m] for the group's row m. Per
+// block, each 64-byte chunk j gives four weights of every row in its low
+// nibbles (against activations 4j..4j+3, one broadcast) and four in its
+// high ones (16+4j..); lanes are rows, so the block's 16 dots come out
+// together and take their scales d_w (one vcvtph2ps) * d_x in one multiply.
+// The nibbles' +8 comes back out through -8 * the activation block's sum.
+template <int NT>
+SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  const int64_t nb = xq.blocks(), cols = xq.cols;
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = group + b * kInterleavedBlockBytes;
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    __m512i dlo[NT], dhi[NT];  // two chains per block: half the dependent vpdpbusd latency
+    for (int k = 0; k < NT; ++k) {
+      dlo[k] = _mm512_set1_epi32(-8 * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
+      dhi[k] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < 4; ++j) {
+      const __m512i v = _mm512_loadu_si512(p + 32 + 64 * j);
+      const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+      for (int k = 0; k < NT; ++k) {
+        const int8_t* x = xq.q.data() + (t0 + k) * cols + b * kActBlock + 4 * j;
+        int32_t xl, xh;
+        std::memcpy(&xl, x, 4);
+        std::memcpy(&xh, x + 16, 4);
+        dlo[k] = _mm512_dpbusd_epi32(dlo[k], lo, _mm512_set1_epi32(xl));
+        dhi[k] = _mm512_dpbusd_epi32(dhi[k], hi, _mm512_set1_epi32(xh));
+      }
+    }
+    for (int k = 0; k < NT; ++k) {
+      const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]));
+      acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(dlo[k], dhi[k])), s, acc[k]);
+    }
+  }
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
+}
+
+// Rows [r0, r1) (whole groups) of an interleaved Q4_0 matrix: each group is
+// met by every activation row while its bytes are still in L1/L2.
+SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+  const int64_t nb = xq.blocks(), rows = w.ne1;
+  for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
+    const uint8_t* group = static_cast<const uint8_t*>(w.interleaved) + g * nb * kInterleavedBlockBytes;
+    float* yg = y + g * kInterleaveRows;
+    int t = 0;
+    for (; t + 4 <= xq.n; t += 4) interleaved_tile<4>(group, xq, t, yg + t * rows, rows);
+    switch (xq.n - t) {
+      case 3:
+        interleaved_tile<3>(group, xq, t, yg + t * rows, rows);
+        break;
+      case 2:
+        interleaved_tile<2>(group, xq, t, yg + t * rows, rows);
+        break;
+      case 1:
+        interleaved_tile<1>(group, xq, t, yg + t * rows, rows);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 // A row's blocks as signed int8 (dst[b*32 + i]) and scales (dw[b * dw_stride]).
 template <GgmlType T>
 SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_t dst_stride, float* dw,
@@ -483,10 +550,51 @@ SS_AMX __attribute__((always_inline)) inline void amx_scale4(const int32_t (*c)[
   }
 }
 
+// One interleaved Q4_0 group (16 rows) as int8 A tiles (wq [nb][16][32])
+// and scales (dw [nb][16]): per block, the eight 16-row columns of dwords
+// (chunk j's low nibbles = weights 4j.., high = 16+4j..) transposed to 16
+// rows of eight dwords.
+SS_VNNI void decode_group_interleaved(const uint8_t* group, int64_t nb, int8_t* wq, float* dw) {
+  const __m512i low = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  const __m512i rows_0_4 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0),
+                rows_8_12 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = group + b * kInterleavedBlockBytes;
+    _mm512_storeu_ps(dw + b * 16, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+    __m512i a[8];  // dword m of a[d]: row m's dword d
+    for (int j = 0; j < 4; ++j) {
+      const __m512i v = _mm512_loadu_si512(p + 32 + 64 * j);
+      a[j] = _mm512_sub_epi8(_mm512_and_si512(v, low), eight);
+      a[4 + j] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), low), eight);
+    }
+    // Per 128-bit lane L: u[i] = row 4L+i's dwords 0-3, u[4+i] its dwords 4-7.
+    __m512i u[8];
+    for (int h = 0; h < 8; h += 4) {
+      const __m512i t0 = _mm512_unpacklo_epi32(a[h], a[h + 1]), t1 = _mm512_unpackhi_epi32(a[h], a[h + 1]);
+      const __m512i t2 = _mm512_unpacklo_epi32(a[h + 2], a[h + 3]), t3 = _mm512_unpackhi_epi32(a[h + 2], a[h + 3]);
+      u[h] = _mm512_unpacklo_epi64(t0, t2);
+      u[h + 1] = _mm512_unpackhi_epi64(t0, t2);
+      u[h + 2] = _mm512_unpacklo_epi64(t1, t3);
+      u[h + 3] = _mm512_unpackhi_epi64(t1, t3);
+    }
+    int8_t* tile = wq + b * 512;
+    for (int i = 0; i < 4; ++i) {
+      const __m512i r04 = _mm512_permutex2var_epi64(u[i], rows_0_4, u[4 + i]);    // rows i, 4+i
+      const __m512i r812 = _mm512_permutex2var_epi64(u[i], rows_8_12, u[4 + i]);  // rows 8+i, 12+i
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + i * 32), _mm512_castsi512_si256(r04));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + (4 + i) * 32), _mm512_extracti64x4_epi64(r04, 1));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + (8 + i) * 32), _mm512_castsi512_si256(r812));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(tile + (12 + i) * 32), _mm512_extracti64x4_epi64(r812, 1));
+    }
+  }
+}
+
 // Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K matrix as int8 A tiles
 // (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K, their mins
 // (mn [nb][16]); rows from `end` on are 0.
 void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw, float* mn) {
+  if (w.interleaved != nullptr && rt + 16 <= end)  // interleaved: end is a whole group's
+    return decode_group_interleaved(rows_begin(w, rt), nb, wq, dw);
   for (int m = 0; m < 16; ++m) {
     if (rt + m < end) {
       if (w.type == GgmlType::Q4_0)
@@ -619,6 +727,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   if (xq.amx)
     return w.type == GgmlType::Q4_K ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
+  if (w.interleaved != nullptr) return interleaved_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)
     vnni_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
   else

@@ -9,6 +9,7 @@
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/norm.h"
+#include "runtime/kernel_layouts.h"
 #include "util/check.h"
 
 namespace ss {
@@ -20,7 +21,7 @@ int blocks_needed(const KvPolicy& policy, int64_t tokens, int block_tokens, int 
 }
 
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
-    : model_(std::move(model)),
+    : model_(with_kernel_layouts(std::move(model), opts.act_quant)),
       opts_(opts),
       pool_(BlockPoolConfig{opts.kv_blocks, opts.block_tokens, model_->config.n_layers, model_->config.kv_dim()}),
       threads_(opts.threads),

@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 namespace ss {
@@ -37,6 +39,34 @@ Result<std::shared_ptr<MappedFile>> MappedFile::open(const std::string& path) {
 
 MappedFile::~MappedFile() {
   if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void release_resident_pages(const void* data, size_t bytes) {
+#ifdef MADV_PAGEOUT
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+std::shared_ptr<uint8_t> allocate_huge(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t size = std::max<size_t>(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+  void* p = mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  // Trim the mapping to a 2 MiB-aligned start so whole huge pages fit.
+  const auto raw = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t start = (raw + kHuge - 1) / kHuge * kHuge;
+  if (start > raw) munmap(p, start - raw);
+  if (raw + kHuge > start) munmap(reinterpret_cast<void*>(start + size), raw + kHuge - start);
+#ifdef MADV_HUGEPAGE
+  madvise(reinterpret_cast<void*>(start), size, MADV_HUGEPAGE);
+#endif
+  return std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t*>(start), [size](uint8_t* q) { munmap(q, size); });
 }
 
 Result<std::string> read_text_file(const std::string& path) {

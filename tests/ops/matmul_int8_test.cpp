@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "ops/interleave.h"
 #include "ops/matmul.h"
 #include "ops/matmul_bf16.h"
 #include "random_weights.h"
@@ -101,6 +102,62 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   }
   std::printf("int8 kernels: %s\n", int8_kernels());
   if (!any) GTEST_SKIP() << "no int8 kernel on this CPU (needs AVX-512 VNNI)";
+}
+
+// Q4_0 read from its interleaved copy (the layout decode uses): the GEMV
+// against the twin on the plain rows, within float rounding (2e-6 of the
+// sum of |terms|); the AMX and bf16 batch paths, which
+// rebuild plain rows from it, give exactly what the plain matrix gives.
+TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  ThreadPool pool1(1), pool2(2);
+  for (int cols : {32, 96, 800, 2048}) {
+    for (int rows : {16, 48, 80}) {
+      std::vector<uint8_t> storage;
+      const TensorView w = random_weights(GgmlType::Q4_0, rows, cols, rng, storage);
+      if (!int8_matmul_supported(w)) GTEST_SKIP() << "no int8 kernel on this CPU";
+      std::vector<uint8_t> copy(interleaved_bytes(w));
+      interleave_q4_0(w, copy.data());
+      TensorView iw = w;
+      iw.interleaved = copy.data();
+      for (int n : {1, 2, 3, 4, 5, 9, 17, 33}) {
+        std::vector<float> x(static_cast<size_t>(n) * cols);
+        for (auto& v : x) v = u(rng);
+        QuantizedActs xq;
+        quantize_acts(x.data(), n, cols, xq);
+        std::vector<float> twin(static_cast<size_t>(n) * rows), scale(twin.size(), 0.0f);
+        matmul_int8_reference(w, xq, twin.data());
+        std::vector<float> wrow(static_cast<size_t>(cols));
+        for (int r = 0; r < rows; ++r) {
+          dequantize_row(GgmlType::Q4_0, w.row(r), wrow.data(), cols);
+          for (int k = 0; k < n; ++k)
+            for (int i = 0; i < cols; ++i)
+              scale[static_cast<size_t>(k) * rows + r] += std::fabs(wrow[i] * x[static_cast<size_t>(k) * cols + i]);
+        }
+        for (bool amx : {false, true}) {
+          int8_allow_amx(amx);
+          for (ThreadPool* pool : {&pool1, &pool2}) {
+            std::vector<float> y(twin.size(), NAN), plain(twin.size(), NAN);
+            matmul(iw, x.data(), n, y.data(), *pool, ActQuant::Int8);
+            matmul(w, x.data(), n, plain.data(), *pool, ActQuant::Int8);
+            for (size_t o = 0; o < y.size(); ++o)
+              ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
+                  << "cols=" << cols << " rows=" << rows << " n=" << n << " amx=" << amx << " out=" << o;
+            if (amx && n >= 4 && std::string(int8_kernels()).starts_with("amx")) {
+              EXPECT_EQ(y, plain) << "n=" << n;
+            }
+            if (n >= 4) {  // bf16 tiles where the CPU has them, else int8 again
+              matmul(iw, x.data(), n, y.data(), *pool, ActQuant::Fast);
+              matmul(w, x.data(), n, plain.data(), *pool, ActQuant::Fast);
+              EXPECT_EQ(y, plain) << "fast n=" << n;
+            }
+          }
+        }
+        int8_allow_amx(true);
+      }
+    }
+  }
 }
 
 // Matrices sharing one input in one pass (q/k/v, gate/up) give exactly what

@@ -1,0 +1,56 @@
+#include "ops/interleave.h"
+
+#include <cstring>
+
+#include "util/check.h"
+
+namespace ss {
+
+namespace {
+constexpr int64_t kQ4_0BlockBytes = 18;
+}  // namespace
+
+bool can_interleave(const TensorView& w) {
+  return w.type == GgmlType::Q4_0 && w.ne1 % kInterleaveRows == 0 && w.ne0 % 32 == 0 && w.ne1 > 0;
+}
+
+size_t interleaved_bytes(const TensorView& w) {
+  return static_cast<size_t>(w.ne1 / kInterleaveRows * (w.ne0 / 32) * kInterleavedBlockBytes);
+}
+
+void interleave_q4_0(const TensorView& w, uint8_t* out) {
+  SS_CHECK(can_interleave(w));
+  const int64_t nb = w.ne0 / 32, groups = w.ne1 / kInterleaveRows;
+  for (int64_t g = 0; g < groups; ++g)
+    for (int m = 0; m < kInterleaveRows; ++m) {
+      const uint8_t* row = w.row(g * kInterleaveRows + m);
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + b * kQ4_0BlockBytes;
+        uint8_t* dst = out + (g * nb + b) * kInterleavedBlockBytes;
+        std::memcpy(dst + 2 * m, blk, 2);
+        for (int j = 0; j < 4; ++j) std::memcpy(dst + 32 + 64 * j + 4 * m, blk + 2 + 4 * j, 4);
+      }
+    }
+}
+
+const uint8_t* rows_begin(const TensorView& w, int64_t r) {
+  if (w.interleaved == nullptr) return w.row(r);
+  SS_CHECK(r % kInterleaveRows == 0);
+  return static_cast<const uint8_t*>(w.interleaved) + (r / kInterleaveRows) * (w.ne0 / 32) * kInterleavedBlockBytes;
+}
+
+const uint8_t* q4_0_blocks(const TensorView& w, int64_t r, int64_t b0, int64_t n, std::vector<uint8_t>& scratch) {
+  if (w.interleaved == nullptr) return w.row(r) + b0 * kQ4_0BlockBytes;
+  const int64_t nb = w.ne0 / 32, m = r % kInterleaveRows;
+  scratch.resize(static_cast<size_t>(n * kQ4_0BlockBytes));
+  const uint8_t* src =
+      static_cast<const uint8_t*>(w.interleaved) + ((r / kInterleaveRows) * nb + b0) * kInterleavedBlockBytes;
+  for (int64_t b = 0; b < n; ++b, src += kInterleavedBlockBytes) {
+    uint8_t* blk = scratch.data() + b * kQ4_0BlockBytes;
+    std::memcpy(blk, src + 2 * m, 2);
+    for (int j = 0; j < 4; ++j) std::memcpy(blk + 2 + 4 * j, src + 32 + 64 * j + 4 * m, 4);
+  }
+  return scratch.data();
+}
+
+}  // namespace ss

@@ -1,0 +1,37 @@
+#include "runtime/kernel_layouts.h"
+
+#include <cstring>
+#include <vector>
+
+#include "ops/interleave.h"
+#include "ops/matmul_int8.h"
+#include "util/mapped_file.h"
+
+namespace ss {
+
+std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> model, ActQuant aq) {
+  if (aq == ActQuant::None || model->kernel_layouts || std::strcmp(int8_kernels(), "none") == 0) return model;
+  auto out = std::make_shared<Model>(*model);
+  out->kernel_layouts = true;
+  std::vector<TensorView*> views{&out->output};
+  for (auto& l : out->layers)
+    for (TensorView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) views.push_back(w);
+  std::erase_if(views, [](const TensorView* w) { return !can_interleave(*w) || !int8_matmul_supported(*w); });
+  if (views.empty()) return out;
+  // One arena for all copies: whole huge pages, no rounding per matrix.
+  constexpr size_t kAlign = 64;
+  size_t total = 0;
+  for (const TensorView* w : views) total += (interleaved_bytes(*w) + kAlign - 1) / kAlign * kAlign;
+  auto arena = allocate_huge(total);
+  size_t at = 0;
+  for (TensorView* w : views) {
+    interleave_q4_0(*w, arena.get() + at);
+    w->interleaved = arena.get() + at;
+    at += (interleaved_bytes(*w) + kAlign - 1) / kAlign * kAlign;
+    release_resident_pages(w->data, row_bytes(w->type, w->ne0) * static_cast<size_t>(w->ne1));
+  }
+  out->keep_alive.push_back(std::move(arena));
+  return out;
+}
+
+}  // namespace ss

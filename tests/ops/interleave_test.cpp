@@ -1,0 +1,50 @@
+// The interleaved Q4_0 layout holds exactly the plain matrix: every block of
+// every row comes back byte for byte.
+#include "ops/interleave.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "random_weights.h"
+
+namespace ss {
+namespace {
+
+TEST(Interleave, OnlyQ4_0InWholeGroupsOf16Rows) {
+  std::mt19937 rng(1);
+  std::vector<uint8_t> s;
+  EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q4_0, 32, 64, rng, s)));
+  EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q4_0, 33, 64, rng, s)));
+  EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q8_0, 32, 64, rng, s)));
+}
+
+TEST(Interleave, EveryBlockOfEveryRowComesBack) {
+  std::mt19937 rng(2);
+  for (int rows : {16, 48}) {
+    for (int cols : {32, 96, 800}) {
+      std::vector<uint8_t> storage, scratch;
+      TensorView w = test::random_weights(GgmlType::Q4_0, rows, cols, rng, storage);
+      ASSERT_EQ(interleaved_bytes(w), storage.size());
+      std::vector<uint8_t> copy(interleaved_bytes(w));
+      interleave_q4_0(w, copy.data());
+      TensorView iw = w;
+      iw.interleaved = copy.data();
+      const int nb = cols / 32;
+      for (int r = 0; r < rows; ++r)
+        for (int b0 : {0, nb / 2})
+          for (int n : {1, nb - b0}) {
+            const uint8_t* got = q4_0_blocks(iw, r, b0, n, scratch);
+            ASSERT_EQ(std::memcmp(got, w.row(r) + b0 * 18, static_cast<size_t>(n) * 18), 0)
+                << "rows=" << rows << " cols=" << cols << " r=" << r << " b0=" << b0 << " n=" << n;
+            ASSERT_EQ(q4_0_blocks(w, r, b0, n, scratch), w.row(r) + b0 * 18);  // plain: no copy
+          }
+      for (int r = 0; r < rows; r += 16)
+        EXPECT_EQ(rows_begin(iw, r), copy.data() + static_cast<size_t>(r / 16) * nb * 288);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ss
