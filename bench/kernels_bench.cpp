@@ -90,7 +90,7 @@ BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2, 12}, {2048}, {2048}, {1, 16, 64}})
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 // Q4_0 from its interleaved copy (ops/interleave.h), as the engine reads it.
 void BM_MatmulInt8Interleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8, true); }
-BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2}, {2048}, {2048}, {1, 16, 64}});
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2}, {2048}, {2048}, {1, 16, 32, 64, 128}});
 BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 // The same batches as bf16 tiles (ActQuant::Fast, 4+ rows).
@@ -98,7 +98,7 @@ void BM_MatmulFast(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast); }
 BENCHMARK(BM_MatmulFast)->ArgsProduct({{8, 2}, {2048}, {2048}, {16, 64}});
 BENCHMARK(BM_MatmulFast)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 void BM_MatmulFastInterleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast, true); }
-BENCHMARK(BM_MatmulFastInterleaved)->ArgsProduct({{2}, {2048}, {2048}, {16, 64}});
+BENCHMARK(BM_MatmulFastInterleaved)->ArgsProduct({{2}, {2048}, {2048}, {16, 32, 64, 128}});
 
 // stories260K's F32 shapes (rows x cols): q/o, gate/up, down, output.
 BENCHMARK(BM_Matmul)->Args({0, 64, 64, 1})->Args({0, 172, 64, 1})->Args({0, 64, 172, 1})->Args({0, 512, 64, 1});

@@ -39,18 +39,4 @@ const uint8_t* rows_begin(const TensorView& w, int64_t r) {
   return static_cast<const uint8_t*>(w.interleaved) + (r / kInterleaveRows) * (w.ne0 / 32) * kInterleavedBlockBytes;
 }
 
-const uint8_t* q4_0_blocks(const TensorView& w, int64_t r, int64_t b0, int64_t n, std::vector<uint8_t>& scratch) {
-  if (w.interleaved == nullptr) return w.row(r) + b0 * kQ4_0BlockBytes;
-  const int64_t nb = w.ne0 / 32, m = r % kInterleaveRows;
-  scratch.resize(static_cast<size_t>(n * kQ4_0BlockBytes));
-  const uint8_t* src =
-      static_cast<const uint8_t*>(w.interleaved) + ((r / kInterleaveRows) * nb + b0) * kInterleavedBlockBytes;
-  for (int64_t b = 0; b < n; ++b, src += kInterleavedBlockBytes) {
-    uint8_t* blk = scratch.data() + b * kQ4_0BlockBytes;
-    std::memcpy(blk, src + 2 * m, 2);
-    for (int j = 0; j < 4; ++j) std::memcpy(blk + 2 + 4 * j, src + 32 + 64 * j + 4 * m, 4);
-  }
-  return scratch.data();
-}
-
 }  // namespace ss

@@ -11,8 +11,8 @@
 //   [32, 288)  four chunks j of 64 bytes: 32 + 64j + 4m + i holds byte
 //              4j + i of row m's nibbles (low nibble: weight 4j + i, high
 //              nibble: weight 16 + 4j + i).
+#include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "format/tensor.h"
 
@@ -32,8 +32,5 @@ void interleave_q4_0(const TensorView& w, uint8_t* dst);
 // when there is one (r % 16 == 0: rows r..r+15 then follow contiguously),
 // else W's own rows.
 const uint8_t* rows_begin(const TensorView& w, int64_t r);
-// Blocks [b0, b0 + n) of row r in plain Q4_0 form: a pointer into W's own
-// rows when it has no interleaved copy, else into `scratch`, rebuilt there.
-const uint8_t* q4_0_blocks(const TensorView& w, int64_t r, int64_t b0, int64_t n, std::vector<uint8_t>& scratch);
 
 }  // namespace ss

@@ -6,6 +6,7 @@
 
 #include "format/ggml_types.h"
 #include "ops/amx.h"
+#include "ops/interleave_x86.h"
 #include "util/check.h"
 #include "util/fp16.h"
 
@@ -69,15 +70,33 @@ SS_BF16 inline void store_bf16x32(__m512 lo, __m512 hi, uint16_t* dst) {
 // Blocks [k0, k0 + kn) of weight rows [rt, rt + 16) as bf16 A tiles,
 // wt [kn][16][32]; rows from `end` on are 0.
 SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t k0, int64_t kn, uint16_t* wt) {
+  if (w.interleaved != nullptr && rt + 16 <= end) {  // interleaved Q4_0 (end is a whole group's)
+    // Per block: the 16 rows' q - 8 as int8, then d * (q - 8) exact in
+    // float and rounded once, as the plain rows' table gives.
+    const uint8_t* group = rows_begin(w, rt);
+    alignas(64) int8_t q[16][32];
+    alignas(64) float d[16];
+    for (int64_t b = 0; b < kn; ++b) {
+      interleaved_block_rows(group + (k0 + b) * kInterleavedBlockBytes, &q[0][0], d);
+      for (int m = 0; m < 16; ++m) {
+        const __m512 dv = _mm512_set1_ps(d[m]);
+        const __m512 lo =
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m]))));
+        const __m512 hi =
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m] + 16))));
+        store_bf16x32(_mm512_mul_ps(lo, dv), _mm512_mul_ps(hi, dv), wt + b * 512 + m * 32);
+      }
+    }
+    return;
+  }
   for (int m = 0; m < 16; ++m) {
     uint16_t* dst = wt + m * 32;
     if (rt + m >= end) {
       for (int64_t b = 0; b < kn; ++b) std::memset(dst + b * 512, 0, 64);
       continue;
     }
-    thread_local std::vector<uint8_t> scratch;  // blocks rebuilt from an interleaved copy
     if (w.type == GgmlType::Q4_0) {
-      const uint8_t* blocks = q4_0_blocks(w, rt + m, k0, kn, scratch);  // [kn][18]
+      const uint8_t* blocks = w.row(rt + m) + k0 * 18;  // [kn][18]
       // The block's 16 possible values d * (q - 8) (exact in float), rounded
       // once, then looked up per nibble: [lo nibbles | hi nibbles] is the
       // block's element order.
