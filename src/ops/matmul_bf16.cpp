@@ -164,7 +164,7 @@ SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float*
   _tile_loadconfig(&cfg);
   alignas(64) uint16_t wt[2][kChunk][16][32];  // a chunk of both weight tiles
   const int groups = (xb.n + 15) / 16, pairs = (groups + 1) / 2;
-  thread_local std::vector<float> sums;  // [pairs][4][16][16]
+  thread_local AlignedVector<float> sums;  // [pairs][4][16][16]
   sums.resize(static_cast<size_t>(pairs) * 1024);
   for (int64_t rt = r0; rt < r1; rt += 32) {
     StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>(pairs) * nb);  // the next strip, while this one works

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "format/tensor.h"
+#include "util/aligned_vector.h"
 
 namespace ss {
 
@@ -24,7 +25,7 @@ uint16_t to_bf16(float x);
 struct Bf16Acts {
   int n = 0;
   int64_t cols = 0;
-  std::vector<uint16_t> packed;
+  AlignedVector<uint16_t> packed;
 
   int64_t blocks() const { return cols / 32; }
 };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "format/tensor.h"
+#include "util/aligned_vector.h"
 #include "util/thread_pool.h"
 
 namespace ss {
@@ -42,7 +43,7 @@ struct QuantizedActs {
   std::vector<int8_t> q_halves;
   // For AMX: q repacked per 16 activation rows and block as the tile unit
   // expects (VNNI order: [row group][block][k/4][row][4]); rows past n are 0.
-  std::vector<int8_t> packed;
+  AlignedVector<int8_t> packed;
   std::vector<float> packed_d;     // d in the same grouping: [row group][block][row]
   std::vector<float> packed_dsum;  // d * sum in the same grouping (for Q4_K's mins)
 
