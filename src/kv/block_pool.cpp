@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/check.h"
+#include "util/mapped_file.h"
 
 namespace ss {
 
@@ -10,7 +11,9 @@ BlockPool::BlockPool(const BlockPoolConfig& cfg) : cfg_(cfg) {
   SS_CHECK(cfg.n_blocks >= 0 && cfg.block_tokens > 0 && cfg.n_layers > 0 && cfg.kv_dim > 0);
   layer_half_ = static_cast<size_t>(cfg.block_tokens) * static_cast<size_t>(cfg.kv_dim);
   block_floats_ = layer_half_ * 2 * static_cast<size_t>(cfg.n_layers);
-  data_.assign(block_floats_ * static_cast<size_t>(cfg.n_blocks), 0.0f);
+  floats_ = block_floats_ * static_cast<size_t>(cfg.n_blocks);
+  mem_ = allocate_huge(floats_ * sizeof(float));
+  data_ = reinterpret_cast<float*>(mem_.get());
   refs_.assign(static_cast<size_t>(cfg.n_blocks), 0);
   for (int i = cfg.n_blocks - 1; i >= 0; --i) free_.push_back(i);
 }
@@ -51,7 +54,7 @@ void BlockPool::load(BlockId id, int layer, int offset, float* k_row, float* v_r
 
 float* BlockPool::base(BlockId id, int layer) {
   SS_CHECK(id >= 0 && id < cfg_.n_blocks && layer >= 0 && layer < cfg_.n_layers);
-  return data_.data() + static_cast<size_t>(id) * block_floats_ + static_cast<size_t>(layer) * 2 * layer_half_;
+  return data_ + static_cast<size_t>(id) * block_floats_ + static_cast<size_t>(layer) * 2 * layer_half_;
 }
 
 }  // namespace ss

@@ -8,6 +8,7 @@
 // Blocks are reference-counted so a read-only prefix (shared sinks) can be
 // held by several sequences. Running out is a value (nullopt), never an abort.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct BlockPoolConfig {
 class BlockPool {
  public:
   explicit BlockPool(const BlockPoolConfig& cfg);
+  BlockPool(const BlockPool&) = delete;  // would share the storage
+  BlockPool& operator=(const BlockPool&) = delete;
+  BlockPool(BlockPool&&) = default;
+  BlockPool& operator=(BlockPool&&) = default;
 
   std::optional<BlockId> allocate();
   void retain(BlockId id);
@@ -36,7 +41,7 @@ class BlockPool {
   int used_blocks() const { return total_blocks() - free_blocks(); }
   int peak_used_blocks() const { return peak_used_; }  // high-water mark
   int refcount(BlockId id) const { return refs_[static_cast<size_t>(id)]; }
-  size_t bytes() const { return data_.size() * sizeof(float); }
+  size_t bytes() const { return floats_ * sizeof(float); }
   size_t block_bytes() const { return block_floats_ * sizeof(float); }
 
   // K of one block and layer, [kv_dim x block_tokens]: key `t`, dimension `d`
@@ -56,7 +61,11 @@ class BlockPool {
   BlockPoolConfig cfg_;
   size_t layer_half_;    // floats of K (or V) per layer per block
   size_t block_floats_;  // floats per block
-  std::vector<float> data_;
+  // In huge pages where the system allows (fewer TLB misses as attention
+  // walks blocks); pages are zero and take memory on first use.
+  std::shared_ptr<uint8_t> mem_;
+  float* data_ = nullptr;
+  size_t floats_ = 0;
   std::vector<int> refs_;
   std::vector<BlockId> free_;  // LIFO
   int peak_used_ = 0;

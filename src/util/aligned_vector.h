@@ -18,8 +18,8 @@ struct AlignedAllocator {
   struct rebind {
     using other = AlignedAllocator<U, kAlign>;
   };
-  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kAlign})); }
-  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kAlign}); }
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kAlign})); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete (p, std::align_val_t{kAlign}); }
   template <typename U>
   bool operator==(const AlignedAllocator<U, kAlign>&) const {
     return true;
