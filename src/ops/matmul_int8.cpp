@@ -397,6 +397,11 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p = group + b * kInterleavedBlockBytes;
+    // Eight blocks (2304 bytes) ahead into L1: TinyLlama Q4_0 decode, 2
+    // threads, six interleaved rounds: 35.9-37.8 -> 39.6-41.4 tok/s; 1152
+    // bytes about the same, 4608 and 9216 slower (33-34).
+    for (int line = 0; line < kInterleavedBlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + 8 * kInterleavedBlockBytes + line), _MM_HINT_T0);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m512i dlo[NT], dhi[NT];  // two chains per block: half the dependent vpdpbusd latency
     for (int k = 0; k < NT; ++k) {
