@@ -16,19 +16,26 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
   std::vector<TensorView*> views{&out->output};
   for (auto& l : out->layers)
     for (TensorView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) views.push_back(w);
-  std::erase_if(views, [](const TensorView* w) { return !can_interleave(*w) || !int8_matmul_supported(*w); });
+  std::erase_if(views, [](const TensorView* w) { return !int8_matmul_supported(*w); });
   if (views.empty()) return out;
   // One arena for all copies: whole huge pages, no rounding per matrix.
   constexpr size_t kAlign = 64;
+  auto bytes = [](const TensorView& w) { return row_bytes(w.type, w.ne0) * static_cast<size_t>(w.ne1); };
   size_t total = 0;
-  for (const TensorView* w : views) total += (interleaved_bytes(*w) + kAlign - 1) / kAlign * kAlign;
+  for (const TensorView* w : views) total += (bytes(*w) + kAlign - 1) / kAlign * kAlign;
   auto arena = allocate_huge(total);
   size_t at = 0;
   for (TensorView* w : views) {
-    interleave_q4_0(*w, arena.get() + at);
-    w->interleaved = arena.get() + at;
-    at += (interleaved_bytes(*w) + kAlign - 1) / kAlign * kAlign;
-    release_resident_pages(w->data, row_bytes(w->type, w->ne0) * static_cast<size_t>(w->ne1));
+    const void* original = w->data;
+    if (can_interleave(*w)) {
+      interleave_q4_0(*w, arena.get() + at);
+      w->interleaved = arena.get() + at;
+    } else {  // the same rows, only moved into huge pages
+      std::memcpy(arena.get() + at, w->data, bytes(*w));
+      w->data = arena.get() + at;
+    }
+    at += (bytes(*w) + kAlign - 1) / kAlign * kAlign;
+    release_resident_pages(original, bytes(*w));
   }
   out->keep_alive.push_back(std::move(arena));
   return out;
