@@ -78,6 +78,11 @@ SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t 
     alignas(64) float d[16];
     for (int64_t b = 0; b < kn; ++b) {
       interleaved_block_rows(group + (k0 + b) * kInterleavedBlockBytes, &q[0][0], d);
+      // Read q and d back from L1 rather than have the compiler extract
+      // them from registers: memory operands of the sign extension and the
+      // broadcast use the load ports, the extractions the shuffle port this
+      // loop is short of.
+      asm volatile("" ::: "memory");
       for (int m = 0; m < 16; ++m) {
         const __m512 dv = _mm512_set1_ps(d[m]);
         const __m512 lo =
