@@ -30,8 +30,8 @@ struct Model {
   std::vector<LayerWeights> layers;
   std::string source;  // path it was loaded from
   std::vector<std::shared_ptr<const void>> keep_alive;
-  // Kernel-layout copies (TensorView::interleaved) have been added where
-  // they apply (runtime/kernel_layouts.h).
+  // The matrices the int8 kernels read have been copied into their kernel
+  // layouts in huge pages (runtime/kernel_layouts.h); done once per model.
   bool kernel_layouts = false;
 };
 
