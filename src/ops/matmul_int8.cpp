@@ -602,7 +602,7 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   for (int tile : {6, 7}) cfg.set(tile, 8, 64);
   _tile_loadconfig(&cfg);
   thread_local AlignedVector<int8_t> wbuf;  // [2][nb][16][32]: block b's A tile is contiguous
-  thread_local std::vector<float> dwbuf;  // [2][nb][16] weight scales, then [2][nb][16] mins
+  thread_local std::vector<float> dwbuf;    // [2][nb][16] weight scales, then [2][nb][16] mins
   wbuf.resize(static_cast<size_t>(32 * cols));
   dwbuf.resize(static_cast<size_t>(64 * nb));
   int8_t* const wq[2] = {wbuf.data(), wbuf.data() + 16 * cols};
