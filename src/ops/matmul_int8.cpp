@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include "format/ggml_types.h"
 #include "ops/amx.h"
@@ -343,6 +344,28 @@ SS_VNNI void any_tile(const uint8_t* const* rows, const QuantizedActs& xq, int t
     vnni_tile<T, R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
 }
 
+// Activation rows [0, n) in groups the tile kernels take whole: f(t,
+// std::integral_constant<int, NT>) for rows [t, t + NT), NT = 4 while four
+// are left, then one call for the last 1-3.
+template <typename F>
+void for_act_groups(int n, F&& f) {
+  int t = 0;
+  for (; t + 4 <= n; t += 4) f(t, std::integral_constant<int, 4>{});
+  switch (n - t) {
+    case 3:
+      f(t, std::integral_constant<int, 3>{});
+      break;
+    case 2:
+      f(t, std::integral_constant<int, 2>{});
+      break;
+    case 1:
+      f(t, std::integral_constant<int, 1>{});
+      break;
+    default:
+      break;
+  }
+}
+
 template <GgmlType T, int NT>
 SS_VNNI void vnni_rows(const TensorView& w, const QuantizedActs& xq, int t0, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, w.ne0));
@@ -364,21 +387,7 @@ template <GgmlType T>
 SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   for (int64_t s0 = r0; s0 < r1; s0 += 16) {
     const int64_t s1 = std::min(r1, s0 + 16);
-    int t = 0;
-    for (; t + 4 <= xq.n; t += 4) vnni_rows<T, 4>(w, xq, t, y, s0, s1);
-    switch (xq.n - t) {
-      case 3:
-        vnni_rows<T, 3>(w, xq, t, y, s0, s1);
-        break;
-      case 2:
-        vnni_rows<T, 2>(w, xq, t, y, s0, s1);
-        break;
-      case 1:
-        vnni_rows<T, 1>(w, xq, t, y, s0, s1);
-        break;
-      default:
-        break;
-    }
+    for_act_groups(xq.n, [&](int t, auto nt) { vnni_rows<T, decltype(nt)::value>(w, xq, t, y, s0, s1); });
   }
 }
 
@@ -435,21 +444,8 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = static_cast<const uint8_t*>(w.interleaved) + g * nb * kInterleavedBlockBytes;
     float* yg = y + g * kInterleaveRows;
-    int t = 0;
-    for (; t + 4 <= xq.n; t += 4) interleaved_tile<4>(group, xq, t, yg + t * rows, rows);
-    switch (xq.n - t) {
-      case 3:
-        interleaved_tile<3>(group, xq, t, yg + t * rows, rows);
-        break;
-      case 2:
-        interleaved_tile<2>(group, xq, t, yg + t * rows, rows);
-        break;
-      case 1:
-        interleaved_tile<1>(group, xq, t, yg + t * rows, rows);
-        break;
-      default:
-        break;
-    }
+    for_act_groups(xq.n,
+                   [&](int t, auto nt) { interleaved_tile<decltype(nt)::value>(group, xq, t, yg + t * rows, rows); });
   }
 }
 
