@@ -40,6 +40,7 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
 constexpr int kQ8_0Block = 32;
 constexpr int kQ4_0Block = 32;
+constexpr int kQ4_0Bytes = 2 + kQ4_0Block / 2;  // f16 d, nibbles
 // K-quants: super-blocks of 256 elements (ggml's QK_K).
 constexpr int kQkK = 256;
 constexpr int kQ4_KBytes = 4 + 12 + kQkK / 2;                    // d, dmin, 6-bit scales+mins, nibbles

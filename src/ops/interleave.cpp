@@ -6,10 +6,6 @@
 
 namespace ss {
 
-namespace {
-constexpr int64_t kQ4_0BlockBytes = 18;
-}  // namespace
-
 bool can_interleave(const TensorView& w) {
   return w.type == GgmlType::Q4_0 && w.ne1 % kInterleaveRows == 0 && w.ne0 % 32 == 0 && w.ne1 > 0;
 }
@@ -25,7 +21,7 @@ void interleave_q4_0(const TensorView& w, uint8_t* out) {
     for (int m = 0; m < kInterleaveRows; ++m) {
       const uint8_t* row = w.row(g * kInterleaveRows + m);
       for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + b * kQ4_0BlockBytes;
+        const uint8_t* blk = row + b * kQ4_0Bytes;
         uint8_t* dst = out + (g * nb + b) * kInterleavedBlockBytes;
         std::memcpy(dst + 2 * m, blk, 2);
         for (int j = 0; j < 4; ++j) std::memcpy(dst + 32 + 64 * j + 4 * m, blk + 2 + 4 * j, 4);

@@ -14,12 +14,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/ggml_types.h"
 #include "format/tensor.h"
 
 namespace ss {
 
 inline constexpr int kInterleaveRows = 16;
-inline constexpr int64_t kInterleavedBlockBytes = 288;  // 16 rows x 18 bytes
+inline constexpr int64_t kInterleavedBlockBytes = kInterleaveRows * kQ4_0Bytes;  // 288
 
 // W can be interleaved (Q4_0 with the shape above).
 bool can_interleave(const TensorView& w);

@@ -101,14 +101,14 @@ SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t 
       continue;
     }
     if (w.type == GgmlType::Q4_0) {
-      const uint8_t* blocks = w.row(rt + m) + k0 * 18;  // [kn][18]
+      const uint8_t* blocks = w.row(rt + m) + k0 * kQ4_0Bytes;  // [kn][kQ4_0Bytes]
       // The block's 16 possible values d * (q - 8) (exact in float), rounded
       // once, then looked up per nibble: [lo nibbles | hi nibbles] is the
       // block's element order.
       const __m512 q_minus_8 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
       const __m256i nib = _mm256_set1_epi8(0x0F);
       for (int64_t b = 0; b < kn; ++b) {
-        const uint8_t* blk = blocks + b * 18;
+        const uint8_t* blk = blocks + b * kQ4_0Bytes;
         uint16_t h;
         std::memcpy(&h, blk, 2);
         const __m256bh table16 = _mm512_cvtneps_pbh(_mm512_mul_ps(q_minus_8, _mm512_set1_ps(_cvtsh_ss(h))));

@@ -106,8 +106,8 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
 
 // Q4_0 read from its interleaved copy (the layout decode uses): the GEMV
 // against the twin on the plain rows, within float rounding (2e-6 of the
-// sum of |terms|); the AMX and bf16 batch paths, which
-// rebuild plain rows from it, give exactly what the plain matrix gives.
+// sum of |terms|); the AMX and bf16 batch paths, which transpose its
+// blocks back to rows, give exactly what the plain matrix gives.
 TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
