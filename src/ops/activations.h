@@ -4,13 +4,11 @@
 
 namespace ss {
 
-// out[i] = silu(gate[i]) * up[i]  (SwiGLU)
-inline void swiglu(const float* gate, const float* up, int n, float* out) {
-  for (int i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
-  }
-}
+// out[i] = silu(gate[i]) * up[i]  (SwiGLU); out may be gate or up. 16
+// lanes at a time with a polynomial exp (ops/fast_exp.h).
+void swiglu(const float* gate, const float* up, int n, float* out);
+// Scalar twin: libm's exp.
+void swiglu_scalar(const float* gate, const float* up, int n, float* out);
 
 // -log softmax(logits)[target], computed in double for stable scoring.
 inline double nll_of(const float* logits, int n, int target) {

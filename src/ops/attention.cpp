@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "ops/clones.h"
+#include "ops/fast_exp.h"
 
 // The 16- and 8-lane vector helpers below are inlined into each clone; GCC's
 // note that passing such vectors by value would differ between ISAs concerns
@@ -27,7 +28,6 @@ constexpr int kChunk = kAttnChunk;
 // baseline clone), so scores, max, exp and sum over keys are lane-parallel.
 typedef float Lanes __attribute__((vector_size(kChunk * sizeof(float))));
 typedef int32_t LaneInts __attribute__((vector_size(kChunk * sizeof(float))));
-typedef uint32_t LaneBits __attribute__((vector_size(kChunk * sizeof(float))));
 static_assert(kChunk == 16);
 
 #define SS_ALWAYS_INLINE __attribute__((always_inline)) inline
@@ -92,30 +92,10 @@ SS_CLONES void attn_accumulate(const float* probs, const float* v_rows, int stri
 }
 
 namespace {
-// exp for x <= 0 without a libm call, so the loop vectorises: x = k*ln2 + r,
-// |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (relative error
-// below 2e-7), 2^k through the exponent bits.
-inline uint32_t to_bits(float f) { return std::bit_cast<uint32_t>(f); }
-inline float from_bits(uint32_t u) { return std::bit_cast<float>(u); }
-SS_ALWAYS_INLINE LaneBits to_bits(Lanes f) { return std::bit_cast<LaneBits>(f); }
-SS_ALWAYS_INLINE Lanes from_bits(LaneBits u) { return std::bit_cast<Lanes>(u); }
-
-// F is float or Lanes (the same operations lane by lane).
+// exp of the scores' differences from their max (x <= 0).
 template <class F>
 SS_ALWAYS_INLINE F exp_nonpositive(F x) {
-  x = x < -87.0f ? F{} - 87.0f : x;
-  const F t = x * 1.44269504f + 12582912.0f;  // 1.5*2^23: low mantissa bits hold round(x*log2e)
-  const F k = t - 12582912.0f;
-  const F r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
-  F p = F{} + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const auto ki = to_bits(t) - to_bits(12582912.0f);  // k mod 2^32
-  return p * from_bits((ki + 127u) << 23);
+  return fast_exp::exp_clamped(x);
 }
 }  // namespace
 

@@ -137,16 +137,54 @@ SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t 
   }
 }
 
+// Transposes 16 rows of 16 dwords in place (r[i] becomes column i):
+// dwords, then qwords within 128-bit lanes, then lanes across registers.
+SS_BF16 inline void transpose_16x16_epi32(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4i + c], lane L: rows 4i..4i+3 of column 4L + c.
+  __m512i u[16];
+  for (int i = 0; i < 4; ++i) {
+    u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i a0 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88), a1 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xDD);
+    const __m512i b0 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88),
+                  b1 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xDD);
+    r[c] = _mm512_shuffle_i32x4(a0, b0, 0x88);
+    r[8 + c] = _mm512_shuffle_i32x4(a0, b0, 0xDD);
+    r[4 + c] = _mm512_shuffle_i32x4(a1, b1, 0x88);
+    r[12 + c] = _mm512_shuffle_i32x4(a1, b1, 0xDD);
+  }
+}
+
+// Per group of 16 rows and block of 32 columns: each row's 32 bf16 as 16
+// dwords (pairs), the 16 x 16 dwords transposed to the [k/2][row][2] tile.
 SS_BF16 void pack_acts_simd(const float* x, int n, int64_t cols, uint16_t* packed) {
   const int64_t nb = cols / 32;
-  alignas(64) uint32_t pairs[16];
-  for (int j = 0; j < n; ++j) {
-    const int g = j / 16, r = j % 16;
+  const int groups = (n + 15) / 16;
+  for (int g = 0; g < groups; ++g) {
+    const int rows = std::min(16, n - g * 16);
     for (int64_t b = 0; b < nb; ++b) {
-      const float* src = x + j * cols + b * 32;
-      store_bf16x32(_mm512_loadu_ps(src), _mm512_loadu_ps(src + 16), reinterpret_cast<uint16_t*>(pairs));
-      uint32_t* dst = reinterpret_cast<uint32_t*>(packed + (g * nb + b) * 512) + r;
-      for (int kk = 0; kk < 16; ++kk) dst[kk * 16] = pairs[kk];
+      __m512i r[16];
+      for (int j = 0; j < 16; ++j) {
+        if (j >= rows) {
+          r[j] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* src = x + (g * 16 + j) * cols + b * 32;
+        const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+        std::memcpy(&r[j], &v, 64);
+      }
+      transpose_16x16_epi32(r);
+      uint16_t* dst = packed + (g * nb + b) * 512;
+      for (int kk = 0; kk < 16; ++kk) _mm512_store_si512(dst + kk * 32, r[kk]);
     }
   }
 }
@@ -231,7 +269,7 @@ void pack_acts_bf16(const float* x, int n, int64_t cols, Bf16Acts& out) {
   out.n = n;
   out.cols = cols;
   const int groups = (n + 15) / 16;
-  out.packed.assign(static_cast<size_t>(groups) * static_cast<size_t>(cols) * 16, 0);
+  out.packed.resize(static_cast<size_t>(groups) * static_cast<size_t>(cols) * 16);  // every element written below
   pack_acts_simd(x, n, cols, out.packed.data());
 }
 

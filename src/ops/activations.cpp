@@ -1,0 +1,46 @@
+#include "ops/activations.h"
+
+#include <cstring>
+
+#include "ops/clones.h"
+#include "ops/fast_exp.h"
+
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpsabi"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+namespace ss {
+
+namespace {
+typedef float Lanes __attribute__((vector_size(16 * sizeof(float))));
+
+// silu(g) * u = g * u / (1 + exp(-g)); for g below -88 exp is clamped and
+// the quotient is ~0 with g's sign, as libm's inf gives.
+template <class F>
+__attribute__((always_inline)) inline F swiglu_one(F g, F u) {
+  return g * u / (1.0f + fast_exp::exp_clamped(F{} - g));
+}
+}  // namespace
+
+SS_CLONES void swiglu(const float* gate, const float* up, int n, float* out) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    Lanes g, u;
+    std::memcpy(&g, gate + i, sizeof g);
+    std::memcpy(&u, up + i, sizeof u);
+    const Lanes r = swiglu_one(g, u);
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) out[i] = swiglu_one(gate[i], up[i]);
+}
+
+void swiglu_scalar(const float* gate, const float* up, int n, float* out) {
+  for (int i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+}  // namespace ss

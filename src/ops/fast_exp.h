@@ -1,0 +1,48 @@
+#pragma once
+// exp without a libm call, so loops over it vectorise (GCC/Clang vector
+// extensions or plain floats, the same operations lane by lane): x = k*ln2 + r,
+// |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (relative error
+// below 2e-7), 2^k through the exponent bits.
+#include <bit>
+#include <cstdint>
+
+namespace ss::fast_exp {
+
+#define SS_FAST_EXP_INLINE __attribute__((always_inline)) inline
+
+template <class F>
+SS_FAST_EXP_INLINE auto to_bits(F f) {
+  if constexpr (sizeof(F) == sizeof(float)) {
+    return std::bit_cast<uint32_t>(f);
+  } else {
+    typedef uint32_t Bits __attribute__((vector_size(sizeof(F))));
+    return std::bit_cast<Bits>(f);
+  }
+}
+template <class F, class B>
+SS_FAST_EXP_INLINE F from_bits(B u) {
+  return std::bit_cast<F>(u);
+}
+
+// exp(x) for x in [-87, 88] (x is clamped to it: below, the result is tiny
+// but normal rather than 0; above, ~1.65e38 rather than inf). F is float or
+// a float vector.
+template <class F>
+SS_FAST_EXP_INLINE F exp_clamped(F x) {
+  x = x < -87.0f ? F{} - 87.0f : x;
+  x = x > 88.0f ? F{} + 88.0f : x;
+  const F t = x * 1.44269504f + 12582912.0f;  // 1.5*2^23: low mantissa bits hold round(x*log2e)
+  const F k = t - 12582912.0f;
+  const F r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
+  F p = F{} + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const auto ki = to_bits(t) - to_bits(12582912.0f);  // k mod 2^32
+  return p * from_bits<F>((ki + 127u) << 23);
+}
+
+}  // namespace ss::fast_exp
