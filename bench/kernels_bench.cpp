@@ -131,7 +131,7 @@ void BM_AttentionFused(benchmark::State& st) {
     ss::attn_online_init(g, hd, m.data(), l.data(), acc.data());
     for (int r = 0; r < keys; r += 16)
       ss::attn_online_update(q.data(), g, k.data() + static_cast<size_t>(r) * stride, 16,
-                             v.data() + static_cast<size_t>(r) * stride, stride, std::min(16, keys - r), hd, 0.125f,
+                             v.data() + static_cast<size_t>(r) * stride, stride, 0, std::min(16, keys - r), hd, 0.125f,
                              m.data(), l.data(), acc.data(), scratch.data());
     ss::attn_online_finish(g, hd, l.data(), acc.data(), out.data());
     benchmark::DoNotOptimize(out.data());

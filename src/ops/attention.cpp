@@ -177,28 +177,32 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_row
 
 // HD > 0: the head size is a compile-time constant, so the per-key loops
 // unroll fully (heads are small: 8 to 128); HD == 0: any size. Keys go in
-// chunks of kChunk: scores across the chunk's keys for each query head, then
-// one online-softmax step per head, then the chunk's V rows, each read once
-// for the whole group.
+// chunks of kChunk lanes aligned to the start of the columns: scores across
+// the chunk's lanes for each query head (lanes outside [first, first +
+// count) read but masked to -inf), then one online-softmax step per head,
+// then the valid lanes' V rows, each read once for the whole group.
 template <int HD>
 SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
-                                    int v_stride, int count, int hd_runtime, float scale, float* m, float* l,
+                                    int v_stride, int first, int count, int hd_runtime, float scale, float* m, float* l,
                                     float* __restrict__ acc, float* __restrict__ scratch) {
   const int hd = HD > 0 ? HD : hd_runtime;
-  for (int r0 = 0; r0 < count; r0 += kChunk) {
-    const int n = count - r0 < kChunk ? count - r0 : kChunk;
+  const int end = first + count;
+  for (int r0 = first - first % kChunk; r0 < end; r0 += kChunk) {
+    const int lo = std::max(first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
     const float* kc = k_cols + r0;
     int kc_stride = col_stride;
-    if (n < kChunk) {
-      // A short tail: copy its columns out, zero-padded, so no lane reads past them.
+    if (r0 + kChunk > col_stride) {
+      // The chunk's lanes run past the columns: copy the valid ones out, so
+      // no lane reads past them.
       float* __restrict__ pad = scratch + g * kChunk;
       for (int d = 0; d < hd; ++d)
-        for (int r = 0; r < kChunk; ++r) pad[d * kChunk + r] = r < n ? kc[static_cast<long>(d) * col_stride + r] : 0.0f;
+        for (int r = 0; r < kChunk; ++r)
+          pad[d * kChunk + r] = r >= lo && r < hi ? kc[static_cast<long>(d) * col_stride + r] : 0.0f;
       kc = pad;
       kc_stride = kChunk;
     }
     const Lanes lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    const LaneInts valid = lane < static_cast<float>(n);
+    const LaneInts valid = lane >= static_cast<float>(lo) && lane < static_cast<float>(hi);
     for (int h = 0; h < g; ++h) {
       Lanes sc = chunk_scores<HD>(q + h * hd, kc, kc_stride, hd, scale);
       sc = valid ? sc : Lanes{} - INFINITY;
@@ -209,19 +213,21 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
       std::memcpy(scratch + h * kChunk, &p, sizeof p);
       m[h] = mx;
       l[h] = l[h] * corr + lanes_sum(p);
-      float* __restrict__ a = acc + h * hd;
-      for (int d = 0; d < hd; ++d) a[d] *= corr;
+      if (corr != 1.0f) {
+        float* __restrict__ a = acc + h * hd;
+        for (int d = 0; d < hd; ++d) a[d] *= corr;
+      }
     }
-    accumulate_chunk<HD>(scratch, g, v_rows + static_cast<long>(r0) * v_stride, v_stride, n, hd, acc);
+    accumulate_chunk<HD>(scratch + lo, g, v_rows + static_cast<long>(r0 + lo) * v_stride, v_stride, hi - lo, hd, acc);
   }
 }
 }  // namespace
 
 SS_CLONES void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
-                                  int v_stride, int count, int hd, float scale, float* m, float* l, float* acc,
-                                  float* scratch) {
+                                  int v_stride, int first, int count, int hd, float scale, float* m, float* l,
+                                  float* acc, float* scratch) {
 #define SS_ONLINE(HD) \
-  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, count, hd, scale, m, l, acc, scratch)
+  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch)
   switch (hd) {
     case 8:
       return SS_ONLINE(8);

@@ -17,15 +17,19 @@ void attn_accumulate(const float* probs, const float* v_rows, int stride, int co
 void softmax(float* x, int n);
 
 // Fused attention over paged KV with online softmax: one call per run of
-// `count` keys that sit contiguously in a block, for the `g` query heads
-// sharing one KV head (GQA: each key and value row is read once for all of
-// them). State per head h: running max m[h], running sum l[h] and the
-// unnormalised output acc[h*hd..]; start from attn_online_init, end with
-// attn_online_finish. scratch holds attn_scratch_floats(g, hd) floats.
+// keys [first, first + count) that sit contiguously in a block, for the `g`
+// query heads sharing one KV head (GQA: each key and value row is read once
+// for all of them). k_cols and v_rows point at the block's column / row 0;
+// every K row must be readable for col_stride floats (scores are computed
+// on whole kChunk-lane chunks from column 0 and masked, so a short run in a
+// block of 16 or more columns needs no copy). State per head h: running max
+// m[h], running sum l[h] and the unnormalised output acc[h*hd..]; start from
+// attn_online_init, end with attn_online_finish. scratch holds
+// attn_scratch_floats(g, hd) floats.
 inline int attn_scratch_floats(int g, int hd) { return (g + hd) * kAttnChunk; }
 void attn_online_init(int g, int hd, float* m, float* l, float* acc);
 void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride,
-                        int count, int hd, float scale, float* m, float* l, float* acc, float* scratch);
+                        int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch);
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out);
 
 void softmax_scalar(float* x, int n);

@@ -316,9 +316,8 @@ void Engine::attention(int layer, int T, int parts) {
       attn_online_init(group, hd, m.data(), l.data(), acc.data());
       auto visit = [&](const float* q) {
         return [&, q](BlockId b, int off, int count, int64_t) {
-          attn_online_update(q, group, pool_.k(b, layer) + head_off * bt + off, bt,
-                             pool_.v(b, layer) + static_cast<size_t>(off) * kvd + head_off, kvd, count, hd, scale,
-                             m.data(), l.data(), acc.data(), scratch.data());
+          attn_online_update(q, group, pool_.k(b, layer) + head_off * bt, bt, pool_.v(b, layer) + head_off, kvd, off,
+                             count, hd, scale, m.data(), l.data(), acc.data(), scratch.data());
         };
       };
       seq.for_each_run(0, n_sinks, visit(qsink));

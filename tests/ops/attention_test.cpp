@@ -62,38 +62,42 @@ namespace {
 
 // The fused online-softmax kernel, fed runs of uneven length, against the
 // scalar twins (scores, exact softmax, accumulate) over the concatenation.
+// Two K layouts: columns just past the keys (chunks that would run past
+// them are copied out) and whole 16-column chunks whose unused columns hold
+// NaN (read, and must be masked).
 TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-3, 3);
   for (int hd : {8, 13, 16, 64, 128}) {
     for (int g : {1, 2, 3, 4}) {
       for (int n : {1, 5, 16, 37, 100}) {
-        const int stride = hd * 3 + 1;  // V rows of a block interleave other KV heads
-        const int col_stride = n + 5;   // K dimension-major, as in a block
-        std::vector<float> q(static_cast<size_t>(g) * hd), k(static_cast<size_t>(col_stride) * hd),
-            v(static_cast<size_t>(n) * stride);
-        for (auto& x : q) x = u(rng);
-        for (auto& x : k) x = u(rng);
-        for (auto& x : v) x = u(rng);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
-            scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
-        attn_online_init(g, hd, m.data(), l.data(), acc.data());
-        for (int r0 = 0; r0 < n;) {
-          const int count = std::min(n - r0, 1 + (r0 * 7) % 37);  // run lengths 1..37
-          attn_online_update(q.data(), g, k.data() + r0, col_stride, v.data() + static_cast<size_t>(r0) * stride,
-                             stride, count, hd, scale, m.data(), l.data(), acc.data(), scratch.data());
-          r0 += count;
-        }
-        attn_online_finish(g, hd, l.data(), acc.data(), out.data());
-        for (int h = 0; h < g; ++h) {
-          std::vector<float> p(static_cast<size_t>(n)), want(static_cast<size_t>(hd), 0.0f);
-          attn_scores_scalar(q.data() + h * hd, k.data(), col_stride, n, hd, scale, p.data());
-          softmax_scalar(p.data(), n);
-          attn_accumulate_scalar(p.data(), v.data(), stride, n, hd, want.data());
-          for (int d = 0; d < hd; ++d)
-            ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
-                << "hd=" << hd << " g=" << g << " n=" << n << " h=" << h << " d=" << d;
+        for (const int col_stride : {n + 5, (n + 15) / 16 * 16 + 16}) {  // K dimension-major, as in a block
+          const int stride = hd * 3 + 1;                                 // V rows of a block interleave other KV heads
+          std::vector<float> q(static_cast<size_t>(g) * hd), k(static_cast<size_t>(col_stride) * hd),
+              v(static_cast<size_t>(n) * stride);
+          for (auto& x : q) x = u(rng);
+          for (size_t i = 0; i < k.size(); ++i) k[i] = static_cast<int>(i % col_stride) < n ? u(rng) : NAN;
+          for (auto& x : v) x = u(rng);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+              scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
+          attn_online_init(g, hd, m.data(), l.data(), acc.data());
+          for (int r0 = 0; r0 < n;) {
+            const int count = std::min(n - r0, 1 + (r0 * 7) % 37);  // run lengths 1..37
+            attn_online_update(q.data(), g, k.data(), col_stride, v.data(), stride, r0, count, hd, scale, m.data(),
+                               l.data(), acc.data(), scratch.data());
+            r0 += count;
+          }
+          attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+          for (int h = 0; h < g; ++h) {
+            std::vector<float> p(static_cast<size_t>(n)), want(static_cast<size_t>(hd), 0.0f);
+            attn_scores_scalar(q.data() + h * hd, k.data(), col_stride, n, hd, scale, p.data());
+            softmax_scalar(p.data(), n);
+            attn_accumulate_scalar(p.data(), v.data(), stride, n, hd, want.data());
+            for (int d = 0; d < hd; ++d)
+              ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
+                  << "hd=" << hd << " g=" << g << " n=" << n << " cols=" << col_stride << " h=" << h << " d=" << d;
+          }
         }
       }
     }
