@@ -69,6 +69,20 @@ SS_ALWAYS_INLINE Lanes chunk_scores(const float* q, const float* k_cols, int col
   for (; d < hd; ++d) a[0] += q[d] * load_lanes(k_cols + static_cast<long>(d) * col_stride);
   return ((a[0] + a[1]) + (a[2] + a[3])) * scale;
 }
+
+// chunk_scores for NH heads at once (q [NH][hd]): each K row is loaded once
+// for all of them, and the NH sums are the independent chains.
+template <int HD, int NH>
+SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const float* k_cols, int col_stride, int hd_runtime,
+                                         float scale, Lanes* out) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  Lanes a[NH] = {};
+  for (int d = 0; d < hd; ++d) {
+    const Lanes k = load_lanes(k_cols + static_cast<long>(d) * col_stride);
+    for (int h = 0; h < NH; ++h) a[h] += q[h * hd + d] * k;
+  }
+  for (int h = 0; h < NH; ++h) out[h] = a[h] * scale;
+}
 }  // namespace
 
 SS_CLONES void attn_scores(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale,
@@ -143,7 +157,32 @@ SS_ALWAYS_INLINE Eight load8(const float* p) {
 template <int HD>
 SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_rows, int v_stride, int n, int hd,
                                        float* __restrict__ acc) {
-  if constexpr (HD > 0 && HD % 8 == 0) {
+  if constexpr (HD > 0 && HD % kChunk == 0) {
+    // Heads a multiple of 16 wide: each V row is loaded once for a block of
+    // NH heads (16 sums in registers: NH x NV), whose sums are the
+    // independent chains.
+    constexpr int NV = HD / kChunk, NH = NV >= 16 ? 1 : (16 / NV > 4 ? 4 : 16 / NV);
+    for (int h0 = 0; h0 < g; h0 += NH) {
+      const int nh = g - h0 < NH ? g - h0 : NH;
+      Lanes part[NH][NV] = {};
+      for (int r = 0; r < n; ++r) {
+        Lanes v[NV];
+        for (int j = 0; j < NV; ++j) v[j] = load_lanes(v_rows + static_cast<long>(r) * v_stride + kChunk * j);
+        for (int h = 0; h < NH; ++h) {
+          if (h >= nh) break;
+          const float pr = p[(h0 + h) * kChunk + r];
+          for (int j = 0; j < NV; ++j) part[h][j] += pr * v[j];
+        }
+      }
+      for (int h = 0; h < nh; ++h) {
+        float* a = acc + (h0 + h) * HD;
+        for (int j = 0; j < NV; ++j) {
+          const Lanes sum = part[h][j] + load_lanes(a + kChunk * j);
+          std::memcpy(a + kChunk * j, &sum, sizeof sum);
+        }
+      }
+    }
+  } else if constexpr (HD > 0 && HD % 8 == 0) {
     constexpr int NV = HD / 8, C = NV >= 4 ? 1 : 4 / NV;
     for (int h = 0; h < g; ++h) {
       const float* ph = p + h * kChunk;
@@ -203,8 +242,27 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
     }
     const Lanes lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const LaneInts valid = lane >= static_cast<float>(lo) && lane < static_cast<float>(hi);
+    Lanes block[4];
     for (int h = 0; h < g; ++h) {
-      Lanes sc = chunk_scores<HD>(q + h * hd, kc, kc_stride, hd, scale);
+      // Groups of four or more heads score four at a time, fewer one by one
+      // with four chains each.
+      Lanes sc;
+      if (g >= 4) {
+        if (h % 4 == 0) {
+          const int nh = g - h < 4 ? g - h : 4;
+          if (nh == 4)
+            chunk_scores_heads<HD, 4>(q + h * hd, kc, kc_stride, hd, scale, block);
+          else if (nh == 3)
+            chunk_scores_heads<HD, 3>(q + h * hd, kc, kc_stride, hd, scale, block);
+          else if (nh == 2)
+            chunk_scores_heads<HD, 2>(q + h * hd, kc, kc_stride, hd, scale, block);
+          else
+            chunk_scores_heads<HD, 1>(q + h * hd, kc, kc_stride, hd, scale, block);
+        }
+        sc = block[h % 4];
+      } else {
+        sc = chunk_scores<HD>(q + h * hd, kc, kc_stride, hd, scale);
+      }
       sc = valid ? sc : Lanes{} - INFINITY;
       const float mx = std::max(lanes_max(sc), m[h]);
       // The first chunk has m = -inf: nothing to rescale.
