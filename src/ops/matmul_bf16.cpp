@@ -6,7 +6,7 @@
 
 #include "format/ggml_types.h"
 #include "ops/amx.h"
-#include "ops/interleave_x86.h"
+#include "ops/interleave.h"
 #include "util/check.h"
 #include "util/fp16.h"
 
@@ -67,31 +67,59 @@ SS_BF16 inline void store_bf16x32(__m512 lo, __m512 hi, uint16_t* dst) {
   std::memcpy(dst, &v, 64);
 }
 
+// One interleaved Q4_0 block (16 rows x 32 weights at p, ops/interleave.h)
+// as a bf16 A tile wt [16][32]. Each row's 16 possible values d * (q - 8)
+// (exact in float, rounded once: what converting every weight would give)
+// make a lookup table, two rows' to a register; the packed nibbles are
+// transposed to rows (a dword transpose of the four chunks: half the data
+// of the unpacked weights) and looked up 32 at a time.
+SS_BF16 inline void interleaved_block_bf16(const uint8_t* p, uint16_t* wt) {
+  alignas(64) float d[16];
+  _mm512_store_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  const __m512 q_minus_8 = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  __m512i table[8];  // rows 2i (words 0-15) and 2i + 1 (words 16-31)
+  for (int i = 0; i < 8; ++i) {
+    const __m512bh t = _mm512_cvtne2ps_pbh(_mm512_mul_ps(q_minus_8, _mm512_set1_ps(d[2 * i + 1])),
+                                           _mm512_mul_ps(q_minus_8, _mm512_set1_ps(d[2 * i])));
+    std::memcpy(&table[i], &t, 64);
+  }
+  const __m512i c0 = _mm512_loadu_si512(p + 32), c1 = _mm512_loadu_si512(p + 96), c2 = _mm512_loadu_si512(p + 160),
+                c3 = _mm512_loadu_si512(p + 224);  // chunk j, dword m: row m's bytes 4j..4j+3
+  const __m512i t0 = _mm512_unpacklo_epi32(c0, c1), t1 = _mm512_unpackhi_epi32(c0, c1);
+  const __m512i t2 = _mm512_unpacklo_epi32(c2, c3), t3 = _mm512_unpackhi_epi32(c2, c3);
+  // u[c], 128-bit lane L: row 4L + c's 16 bytes (weight i low nibble, i + 16 high).
+  const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2), _mm512_unpacklo_epi64(t1, t3),
+                        _mm512_unpackhi_epi64(t1, t3)};
+  const __m512i nib = _mm512_set1_epi8(0x0F), odd_row = _mm512_set1_epi8(0x10);
+  const __m512i lanes_01 = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11),
+                lanes_23 = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  // Row 4L + c's 32 table indices at idx[c][L]: low nibbles, then high ones,
+  // + 16 for odd rows (the upper half of their pair's table).
+  alignas(64) uint8_t idx[4][4][32];
+  for (int c = 0; c < 4; ++c) {
+    __m512i lo = _mm512_and_si512(u[c], nib), hi = _mm512_and_si512(_mm512_srli_epi16(u[c], 4), nib);
+    if (c & 1) {
+      lo = _mm512_or_si512(lo, odd_row);
+      hi = _mm512_or_si512(hi, odd_row);
+    }
+    _mm512_store_si512(idx[c][0], _mm512_permutex2var_epi64(lo, lanes_01, hi));
+    _mm512_store_si512(idx[c][2], _mm512_permutex2var_epi64(lo, lanes_23, hi));
+  }
+  // Widen the indices from L1 (the load ports) rather than from registers
+  // (the shuffle port this loop is short of).
+  asm volatile("" ::: "memory");
+  for (int m = 0; m < 16; ++m) {
+    const __m512i ix = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(idx[m & 3][m >> 2])));
+    _mm512_store_si512(wt + m * 32, _mm512_permutexvar_epi16(ix, table[m >> 1]));
+  }
+}
+
 // Blocks [k0, k0 + kn) of weight rows [rt, rt + 16) as bf16 A tiles,
 // wt [kn][16][32]; rows from `end` on are 0.
 SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t k0, int64_t kn, uint16_t* wt) {
   if (w.interleaved != nullptr && rt + 16 <= end) {  // interleaved Q4_0 (end is a whole group's)
-    // Per block: the 16 rows' q - 8 as int8, then d * (q - 8) exact in
-    // float and rounded once, as the plain rows' table gives.
     const uint8_t* group = rows_begin(w, rt);
-    alignas(64) int8_t q[16][32];
-    alignas(64) float d[16];
-    for (int64_t b = 0; b < kn; ++b) {
-      interleaved_block_rows(group + (k0 + b) * kInterleavedBlockBytes, &q[0][0], d);
-      // Read q and d back from L1 rather than have the compiler extract
-      // them from registers: memory operands of the sign extension and the
-      // broadcast use the load ports, the extractions the shuffle port this
-      // loop is short of.
-      asm volatile("" ::: "memory");
-      for (int m = 0; m < 16; ++m) {
-        const __m512 dv = _mm512_set1_ps(d[m]);
-        const __m512 lo =
-            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m]))));
-        const __m512 hi =
-            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m] + 16))));
-        store_bf16x32(_mm512_mul_ps(lo, dv), _mm512_mul_ps(hi, dv), wt + b * 512 + m * 32);
-      }
-    }
+    for (int64_t b = 0; b < kn; ++b) interleaved_block_bf16(group + (k0 + b) * kInterleavedBlockBytes, wt + b * 512);
     return;
   }
   for (int m = 0; m < 16; ++m) {
