@@ -8,6 +8,7 @@
 #include "format/ggml_types.h"
 #include "format/tensor.h"
 #include "ops/interleave.h"
+#include "ops/transpose_x86.h"
 
 namespace ss {
 
@@ -55,21 +56,28 @@ class StripPrefetch {
   int64_t bytes_ = 0, lines_per_step_ = 1, fetched_ = 0;
 };
 
+#if defined(__x86_64__) && defined(__GNUC__)
 // The float sums of weight strip [rt, rt + 32) against activation groups g
 // and g1 (16 rows each; g1 == g when the last group has no partner, whose
 // second products are then not written): sums[2 * wt + ag][m][j] for weight
 // tile wt, group ag, weight row m, activation j. Into Y [n x rows], rows
-// from r1 on left alone.
-inline void store_strip_sums(const float (*sums)[16][16], int g, int g1, int n, int64_t rt, int64_t r1, int64_t rows,
-                             float* y) {
+// from r1 on left alone: each 16 x 16 tile transposed in registers, then
+// 16 weight rows of one activation per (masked) store.
+__attribute__((target("avx512f"))) inline void store_strip_sums(const float (*sums)[16][16], int g, int g1, int n,
+                                                                int64_t rt, int64_t r1, int64_t rows, float* y) {
   for (int t = 0; t < 4; ++t) {
     if ((t & 1) && g1 == g) continue;
     const int ag = t & 1 ? g1 : g;
     const int na = std::min(16, n - ag * 16);
     const int64_t row0 = rt + (t >> 1) * 16, nr = std::min<int64_t>(16, r1 - row0);
-    for (int j = 0; j < na; ++j)
-      for (int64_t m = 0; m < nr; ++m) y[(ag * 16 + j) * rows + row0 + m] = sums[t][m][j];
+    if (nr <= 0) continue;
+    __m512i r[16];
+    for (int m = 0; m < 16; ++m) r[m] = _mm512_loadu_si512(sums[t][m]);
+    transpose_16x16_epi32(r);
+    const __mmask16 keep = static_cast<__mmask16>((1u << nr) - 1);
+    for (int j = 0; j < na; ++j) _mm512_mask_storeu_epi32(y + (ag * 16 + j) * rows + row0, keep, r[j]);
   }
 }
+#endif
 
 }  // namespace ss
