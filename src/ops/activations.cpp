@@ -4,18 +4,11 @@
 
 #include "ops/clones.h"
 #include "ops/fast_exp.h"
-
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpsabi"
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+#include "ops/lanes.h"
 
 namespace ss {
 
 namespace {
-typedef float Lanes __attribute__((vector_size(16 * sizeof(float))));
-
 // silu(g) * u = g * u / (1 + exp(-g)); for g below -88 exp is clamped and
 // the quotient is ~0 with g's sign, as libm's inf gives.
 template <class F>

@@ -8,27 +8,16 @@
 
 #include "ops/clones.h"
 #include "ops/fast_exp.h"
-
-// The 16- and 8-lane vector helpers below are inlined into each clone; GCC's
-// note that passing such vectors by value would differ between ISAs concerns
-// an ABI no call here uses.
-#if defined(__clang__)
-#pragma clang diagnostic ignored "-Wpsabi"
-#elif defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
+#include "ops/lanes.h"
 
 namespace ss {
 
 namespace {
 constexpr int kChunk = kAttnChunk;
 
-// The scores of one chunk of keys live in one 16-lane vector (GCC/Clang
-// vector extensions: one zmm on AVX-512, two ymm on AVX2, four xmm on the
-// baseline clone), so scores, max, exp and sum over keys are lane-parallel.
-typedef float Lanes __attribute__((vector_size(kChunk * sizeof(float))));
-typedef int32_t LaneInts __attribute__((vector_size(kChunk * sizeof(float))));
-static_assert(kChunk == 16);
+// The scores of one chunk of keys live in one 16-lane vector, so scores,
+// max, exp and sum over keys are lane-parallel.
+static_assert(kChunk == sizeof(Lanes) / sizeof(float));
 
 #define SS_ALWAYS_INLINE __attribute__((always_inline)) inline
 

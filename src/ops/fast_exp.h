@@ -6,6 +6,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "ops/lanes.h"  // its pragma: vector arguments here are always inlined
+
 namespace ss::fast_exp {
 
 #define SS_FAST_EXP_INLINE __attribute__((always_inline)) inline
