@@ -229,8 +229,10 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
       kc = pad;
       kc_stride = kChunk;
     }
-    const Lanes lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    const LaneInts valid = lane >= static_cast<float>(lo) && lane < static_cast<float>(hi);
+    // Lanes [lo, hi): one unsigned compare of lane - lo against the count.
+    typedef uint32_t LaneIndex __attribute__((vector_size(sizeof(Lanes))));
+    const LaneIndex lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const LaneInts valid = (lane - static_cast<uint32_t>(lo)) < static_cast<uint32_t>(hi - lo);
     Lanes block[4];
     for (int h = 0; h < g; ++h) {
       // Groups of four or more heads score four at a time, fewer one by one

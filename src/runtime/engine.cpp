@@ -301,32 +301,7 @@ void Engine::attention(int layer, int T, int parts) {
     l.resize(static_cast<size_t>(group));
     acc.resize(static_cast<size_t>(group) * hd);
     scratch.resize(static_cast<size_t>(attn_scratch_floats(group, hd)));
-    // The keys and values a task reads were written steps ago and have since
-    // left the caches (a step streams every weight): ask for the start of
-    // the next task's (its sinks' run and first window run; the hardware
-    // prefetcher follows a long run once it is under way) while this one
-    // computes.
-    auto prefetch = [&](size_t task) {
-      const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
-      const size_t head_off = static_cast<size_t>(task % static_cast<size_t>(c.n_kv_heads)) * hd;
-      const SequenceKv& seq = *tok_seq_[t];
-      const int64_t pos = tok_pos_[t];
-      int runs = 0;
-      auto lines = [&](BlockId b, int off, int count, int64_t) {
-        if (++runs > 2) return;
-        const float* k = pool_.k(b, layer) + head_off * bt + off;
-        for (int d = 0; d < hd; ++d) __builtin_prefetch(k + static_cast<size_t>(d) * bt);
-        for (int r = 0; r < count; ++r) {
-          const float* v = pool_.v(b, layer) + static_cast<size_t>(off + r) * kvd + head_off;
-          for (int d = 0; d < hd; d += 16) __builtin_prefetch(v + d);
-        }
-      };
-      const KvPolicy& pol = seq.policy();
-      seq.for_each_run(0, std::min<int64_t>(pol.sinks, pos + 1), lines);
-      if (const int64_t w0 = pol.first_window_key(pos); pos >= w0) seq.for_each_run(w0, pos + 1, lines);
-    };
     for (size_t task = begin; task < end; ++task) {
-      if (task + 1 < end) prefetch(task + 1);
       const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
       const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
       const SequenceKv& seq = *tok_seq_[t];
