@@ -1,7 +1,6 @@
 #include "ops/attention.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -440,9 +440,9 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
 // Rows [r0, r1) (whole groups) of an interleaved Q4_0 matrix: each group is
 // met by every activation row while its bytes are still in L1/L2.
 SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
-  const int64_t nb = xq.blocks(), rows = w.ne1;
+  const int64_t rows = w.ne1;
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
-    const uint8_t* group = static_cast<const uint8_t*>(w.interleaved) + g * nb * kInterleavedBlockBytes;
+    const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;
     for_act_groups(xq.n,
                    [&](int t, auto nt) { interleaved_tile<decltype(nt)::value>(group, xq, t, yg + t * rows, rows); });

@@ -9,15 +9,28 @@
 
 namespace ss {
 
+namespace {
+// f(w) for every matrix of M (Model or const Model) the int8 kernels read.
+template <typename M, typename F>
+void for_each_int8_matrix(M& model, F&& f) {
+  auto visit = [&](auto& w) {
+    if (int8_matmul_supported(w)) f(w);
+  };
+  visit(model.output);
+  for (auto& l : model.layers)
+    for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) visit(*w);
+}
+}  // namespace
+
 std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> model, ActQuant aq) {
   if (aq == ActQuant::None || model->kernel_layouts || std::strcmp(int8_kernels(), "none") == 0) return model;
+  bool any = false;
+  for_each_int8_matrix(*model, [&](const TensorView&) { any = true; });
+  if (!any) return model;  // nothing to move: no copy of the model either
   auto out = std::make_shared<Model>(*model);
   out->kernel_layouts = true;
-  std::vector<TensorView*> views{&out->output};
-  for (auto& l : out->layers)
-    for (TensorView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) views.push_back(w);
-  std::erase_if(views, [](const TensorView* w) { return !int8_matmul_supported(*w); });
-  if (views.empty()) return out;
+  std::vector<TensorView*> views;
+  for_each_int8_matrix(*out, [&](TensorView& w) { views.push_back(&w); });
   // One arena for all copies: whole huge pages, no rounding per matrix.
   constexpr size_t kAlign = 64;
   auto bytes = [](const TensorView& w) { return row_bytes(w.type, w.ne0) * static_cast<size_t>(w.ne1); };
