@@ -17,8 +17,20 @@ Result<int64_t> jint(const json& j, const std::string& key, const std::string& f
   return v;
 }
 
-double jnum(const json& j, const std::string& key, double def) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : def;
+// An optional number; a value outside [lo, hi] (or NaN) is an error, so the
+// casts to float or int64 that follow can never overflow.
+Result<double> jnum(const json& j, const std::string& key, double def, double lo, double hi, const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  if (!j[key].is_number()) return make_error(file + ": '" + key + "' is not a number");
+  const double v = j[key].get<double>();
+  if (!(v >= lo && v <= hi)) return make_error(file + ": '" + key + "' out of range");
+  return v;
+}
+
+// An optional positive integer (same range as jint).
+Result<int64_t> jint_or(const json& j, const std::string& key, int64_t def, const std::string& file) {
+  if (!j.contains(key) || j[key].is_null()) return def;
+  return jint(j, key, file);
 }
 
 }  // namespace
@@ -125,9 +137,7 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   SS_ASSIGN_OR_RETURN(const int64_t nl, jint(j, "num_hidden_layers", cfg_path));
   SS_ASSIGN_OR_RETURN(const int64_t nh, jint(j, "num_attention_heads", cfg_path));
   SS_ASSIGN_OR_RETURN(const int64_t nv, jint(j, "vocab_size", cfg_path));
-  const int64_t nkv = j.contains("num_key_value_heads") && j["num_key_value_heads"].is_number_integer()
-                          ? j["num_key_value_heads"].get<int64_t>()
-                          : nh;
+  SS_ASSIGN_OR_RETURN(const int64_t nkv, jint_or(j, "num_key_value_heads", nh, cfg_path));
   if (dim % nh != 0) return make_error(cfg_path + ": hidden_size is not a multiple of num_attention_heads");
   c.dim = static_cast<int>(dim);
   c.hidden_dim = static_cast<int>(ff);
@@ -135,12 +145,15 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   c.n_heads = static_cast<int>(nh);
   c.n_kv_heads = static_cast<int>(nkv);
   c.n_vocab = static_cast<int>(nv);
-  c.head_dim =
-      j.contains("head_dim") && j["head_dim"].is_number_integer() ? j["head_dim"].get<int>() : c.dim / c.n_heads;
+  SS_ASSIGN_OR_RETURN(const int64_t head_dim, jint_or(j, "head_dim", dim / nh, cfg_path));
+  c.head_dim = static_cast<int>(head_dim);
   c.rope_dim = c.head_dim;
-  c.trained_context = static_cast<int64_t>(jnum(j, "max_position_embeddings", 2048));
-  c.rope_base = static_cast<float>(jnum(j, "rope_theta", 10000.0));
-  c.rms_eps = static_cast<float>(jnum(j, "rms_norm_eps", 1e-6));
+  SS_ASSIGN_OR_RETURN(const double n_ctx, jnum(j, "max_position_embeddings", 2048, 1, 1e12, cfg_path));
+  SS_ASSIGN_OR_RETURN(const double rope_theta, jnum(j, "rope_theta", 10000.0, 1e-3, 1e30, cfg_path));
+  SS_ASSIGN_OR_RETURN(const double rms_eps, jnum(j, "rms_norm_eps", 1e-6, 1e-30, 1, cfg_path));
+  c.trained_context = static_cast<int64_t>(n_ctx);
+  c.rope_base = static_cast<float>(rope_theta);
+  c.rms_eps = static_cast<float>(rms_eps);
   c.rope_style = RopeStyle::Neox;  // HF stores q/k in rotate-half order
   c.qkv_bias = c.arch == Arch::Qwen2 ||
                (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());

@@ -1,6 +1,10 @@
 // Model loading from every format, and clean errors for bad files.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "format/gguf_writer.h"
 #include "model/model.h"
 #include "test_paths.h"
@@ -50,6 +54,41 @@ TEST(Loader, MissingFilesAndWrongTokenizerAreErrors) {
   EXPECT_TRUE(m.ok());  // reads the first 512 entries: the format cannot tell
   auto bad = load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("data/PROVENANCE.md")});
   EXPECT_FALSE(bad.ok());
+}
+
+// Hyper-parameters from config.json that cannot fit the config's types (or
+// make no sense) are load errors, not overflowing casts (a fuzzer found
+// max_position_embeddings = 1e300 cast to int64).
+TEST(Loader, HfConfigValuesOutOfRangeAreErrors) {
+  namespace fs = std::filesystem;
+  const fs::path src = test::shared("models/tinystories-656k");
+  const fs::path dir = test::temp_path("hfcfg");
+  fs::create_directories(dir);
+  for (const char* f : {"model.safetensors", "tokenizer.json"}) fs::copy_file(src / f, dir / f);
+  const auto base = nlohmann::json::parse(test::read_file((src / "config.json").string()));
+  auto load_with = [&](const char* key, const nlohmann::json& value) {
+    auto cfg = base;
+    cfg[key] = value;
+    std::ofstream(dir / "config.json") << cfg.dump();
+    return load_model({dir.string(), ""});
+  };
+  EXPECT_TRUE(load_with("rope_theta", 10000.0).ok());  // the harness itself loads a good model
+  for (const auto& [key, value] : std::vector<std::pair<const char*, nlohmann::json>>{
+           {"max_position_embeddings", 1e300},
+           {"max_position_embeddings", -5},
+           {"rope_theta", 1e300},
+           {"rope_theta", 0},
+           {"rms_norm_eps", -1e-6},
+           {"rms_norm_eps", "small"},
+           {"head_dim", int64_t{1} << 40},
+           {"head_dim", -8},
+           {"num_key_value_heads", int64_t{1} << 33},
+       }) {
+    auto m = load_with(key, value);
+    ASSERT_FALSE(m.ok()) << key << " = " << value.dump();
+    EXPECT_NE(m.error().message.find(key), std::string::npos) << m.error().message;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
