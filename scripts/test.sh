@@ -6,7 +6,7 @@
 #     the full golden-NLL sweeps (tens of minutes under ASan, no code path the
 #     other runtime tests miss).
 #  3. ThreadSanitizer: scheduler, HTTP server, fault tests, thread pool.
-#  4. libFuzzer: every target for FUZZ_SECONDS (default 60) from seed corpora.
+#  4. libFuzzer: every target, a fixed seed and input count (scripts/fuzz.sh).
 #  5. Load test: 64 streaming session clients for 60 s against `serve`.
 #  6. Arm: every source file cross-compiled for aarch64 (NEON kernels).
 # Models and golden data come from ../shared or $SINKSTREAM_SHARED. Set
@@ -36,7 +36,7 @@ if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
   TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/server_tests
 fi
 if [[ "${SS_SKIP_FUZZ:-0}" != 1 ]]; then
-  FUZZ_SECONDS="${FUZZ_SECONDS:-60}" SINKSTREAM_SHARED="$shared" bash scripts/fuzz.sh
+  SINKSTREAM_SHARED="$shared" bash scripts/fuzz.sh
 fi
 if [[ "${SS_SKIP_LOAD:-0}" != 1 ]]; then
   ./build/release/bench/load_test --server ./build/release/sinkstream \
