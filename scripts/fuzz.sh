@@ -6,11 +6,15 @@
 # with the fix, and every build's ctest replays it from then on.
 #
 # Two modes:
-#  - gate (default, what scripts/test.sh runs): a fixed seed (FUZZ_SEED=1) and
-#    a fixed number of inputs per target (about a minute each here), so a run
-#    explores the same inputs on every machine and CI cannot turn red on a bug
-#    a lucky draw happens to reach; FUZZ_SECONDS (default 180) caps each target
-#    on a slow machine, which then explores a prefix of the same sequence.
+#  - gate (default, what scripts/test.sh runs): a fixed seed (FUZZ_SEED=1), a
+#    fixed number of inputs per target (about a minute each here), no corpus
+#    reloads and no address randomisation (addresses reach libFuzzer's
+#    comparison dictionary), so a run explores the same inputs on every
+#    machine and CI cannot turn red on a bug a lucky draw happens to reach
+#    (measured: two runs end with identical coverage and corpus for five
+#    targets; llama2c's drifts after about 350 inputs, cause not found);
+#    FUZZ_SECONDS (default 180) caps each target on a slow machine, which then
+#    explores a prefix of the same sequence.
 #  - explore: FUZZ_SEED=0 (a random seed) FUZZ_RUNS=-1 (unbounded) and
 #    FUZZ_SECONDS=N hunts for new bugs; what it finds becomes a regression.
 set -euo pipefail
@@ -42,12 +46,14 @@ done
 # Inputs per target in gate mode (each about 60 s on the 2-core dev VM).
 declare -A runs=([gguf]=300000 [safetensors]=100000 [llama2c]=800000 [tokenizer_json]=20000
                  [tokenizer_codec]=50000 [http_body]=2000000)
+norand=(setarch "$(uname -m)" -R)
+"${norand[@]}" true 2>/dev/null || norand=()
 fail=0
 for t in "${targets[@]}"; do
   log="$out/$t.log"
   set +e
-  SINKSTREAM_SHARED="$shared" ./build/fuzz/fuzz/fuzz_"$t" "$out/corpus-$t" -max_total_time="$secs" \
-    -seed="$seed" -runs="${FUZZ_RUNS:-${runs[$t]}}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$out/$t-" >"$log" 2>&1
+  SINKSTREAM_SHARED="$shared" "${norand[@]}" ./build/fuzz/fuzz/fuzz_"$t" "$out/corpus-$t" -max_total_time="$secs" \
+    -seed="$seed" -reload=0 -runs="${FUZZ_RUNS:-${runs[$t]}}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$out/$t-" >"$log" 2>&1
   rc=$?
   set -e
   execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')
