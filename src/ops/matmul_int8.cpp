@@ -23,7 +23,20 @@ namespace ss {
 namespace {
 
 [[maybe_unused]] bool int8_type(GgmlType t) {
-  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K;
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+}
+
+// Q6_K: weight e (0..255) of a super-block as a signed 6-bit integer: half
+// e / 128, quarter (e % 128) / 32 of it; low nibble from ql (quarters 0, 2
+// read bytes 0-31 of the half's 64, quarters 1, 3 bytes 32-63; 2 and 3 the
+// high nibbles), two high bits from qh byte e % 32 of the half, shifted by
+// 2 * quarter. Its scale is the int8 of sub-block e / 16, times d.
+int q6k_value(const uint8_t* blk, int e) {
+  const int h = e / 128, quarter = (e % 128) / 32, l = e % 32;
+  const uint8_t lo = blk[64 * h + l + 32 * (quarter & 1)];
+  const int nib = quarter < 2 ? lo & 0x0F : lo >> 4;
+  const int hi = (blk[128 + 32 * h + l] >> (2 * quarter)) & 3;
+  return (nib | (hi << 4)) - 32;
 }
 
 // Block b (32 weights) of a row as integers with its scale and min: weight i
@@ -65,13 +78,26 @@ void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* s
 // exact: d_w * d_x * dot, and for Q4_K d_x * (scale * dot - min * sum of the
 // activation block). The unit both the scalar twin and the SIMD tails add up.
 float scaled_block_dot(GgmlType t, const uint8_t* row, int64_t b, const QuantizedActs& xq, int64_t act_row) {
+  const int8_t* xb = xq.q.data() + act_row * xq.cols + b * kActBlock;
+  const size_t i = static_cast<size_t>(act_row * xq.blocks() + b);
+  if (t == GgmlType::Q6_K) {  // two sub-blocks of 16, each with its own scale
+    const uint8_t* blk = row + (b / 8) * kQ6_KBytes;
+    const int e0 = static_cast<int>(b % 8) * kActBlock;
+    int32_t dot[2] = {0, 0};
+    for (int j = 0; j < kActBlock; ++j) dot[j / 16] += q6k_value(blk, e0 + j) * xb[j];
+    const auto* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    uint16_t h;
+    std::memcpy(&h, blk + 208, 2);
+    const float d = fp16_to_fp32(h);
+    return xq.d[i] * d *
+           (static_cast<float>(sc[e0 / 16]) * static_cast<float>(dot[0]) +
+            static_cast<float>(sc[e0 / 16 + 1]) * static_cast<float>(dot[1]));
+  }
   int8_t wi[kActBlock];
   float dw, mn;
   block_ints(t, row, b, wi, &dw, &mn);
-  const int8_t* xb = xq.q.data() + act_row * xq.cols + b * kActBlock;
   int32_t dot = 0;
-  for (int i = 0; i < kActBlock; ++i) dot += wi[i] * xb[i];
-  const size_t i = static_cast<size_t>(act_row * xq.blocks() + b);
+  for (int j = 0; j < kActBlock; ++j) dot += wi[j] * xb[j];
   if (t == GgmlType::Q4_K) return xq.d[i] * (dw * static_cast<float>(dot) - mn * static_cast<float>(xq.sum[i]));
   return dw * xq.d[i] * static_cast<float>(dot);
 }
@@ -335,11 +361,88 @@ SS_VNNI void vnni_tile_q4k(const uint8_t* const* rows, const QuantizedActs& xq, 
     }
 }
 
+// Q6_K: super-blocks of 256 weights (210 bytes), sixteen sub-blocks of 16
+// with int8 scales, weights 0..63 - 32. Chunk c (64 weights) of a
+// super-block comes out of one register: the 64 ql bytes of half c / 2 (low
+// nibbles for even c, high for odd) and the half's 32 qh bytes twice, the
+// lower copy shifted by 4 * (c % 2), the upper by 2 more. Lane l of the
+// vpdpbusd product covers weights 4l..4l+3 of the chunk: sub-block 4c + l / 4
+// (its scale) and activation block 2c + l / 8 (its d). The -32 comes back
+// out as 32 times the activations' sum per lane, computed once per
+// activation row and super-block for all weight rows.
+template <int R, int NT>
+SS_VNNI void vnni_tile_q6k(const uint8_t* const* rows, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                           int64_t prefetch_ahead) {
+  const int64_t nb = xq.blocks(), cols = xq.cols;
+  __m512i sub_of_lane[4], block_of_lane[4], qh_shift[2];
+  for (int c = 0; c < 4; ++c) {
+    alignas(64) int32_t s[16], b[16];
+    for (int l = 0; l < 16; ++l) {
+      s[l] = 4 * c + l / 4;
+      b[l] = 2 * c + l / 8;
+    }
+    sub_of_lane[c] = _mm512_load_si512(s);
+    block_of_lane[c] = _mm512_load_si512(b);
+  }
+  for (int odd = 0; odd < 2; ++odd)  // 16-bit lanes: 0-15 the lower copy, 16-31 the upper
+    qh_shift[odd] = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(4 * odd)),
+                                       _mm256_set1_epi16(static_cast<int16_t>(4 * odd + 2)), 1);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), low2 = _mm512_set1_epi8(3), k32 = _mm512_set1_epi8(32);
+  __m512 acc[R][NT];
+  for (int q = 0; q < R; ++q)
+    for (int k = 0; k < NT; ++k) acc[q][k] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb * 8 < nb; ++sb) {
+    alignas(64) int32_t neg_offset[NT][4][16];  // -32 * sum of the lane's four activations
+    alignas(64) float dx[NT][4][16];            // the lane's activation block d
+    for (int k = 0; k < NT; ++k) {
+      const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * 256;
+      const __m512 d8 = _mm512_castps256_ps512(_mm256_loadu_ps(xq.d.data() + (t0 + k) * nb + sb * 8));
+      for (int c = 0; c < 4; ++c) {
+        const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k32, _mm512_loadu_si512(x + 64 * c));
+        _mm512_store_si512(neg_offset[k][c], _mm512_sub_epi32(_mm512_setzero_si512(), s));
+        _mm512_store_ps(dx[k][c], _mm512_permutexvar_ps(block_of_lane[c], d8));
+      }
+    }
+    for (int q = 0; q < R; ++q) {
+      const uint8_t* blk = rows[q] + sb * kQ6_KBytes;
+      for (int line = 0; line < kQ6_KBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch_ahead + line), _MM_HINT_T0);
+      uint16_t hd;
+      std::memcpy(&hd, blk + 208, 2);
+      const __m512 sc = _mm512_mul_ps(
+          _mm512_set1_ps(_cvtsh_ss(hd)),
+          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)))));
+      for (int half = 0; half < 2; ++half) {
+        const __m512i ql = _mm512_loadu_si512(blk + 64 * half);
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * half));
+        const __m512i qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), qh, 1);
+        for (int odd = 0; odd < 2; ++odd) {
+          const int c = 2 * half + odd;
+          const __m512i nib = _mm512_and_si512(odd ? _mm512_srli_epi16(ql, 4) : ql, low4);
+          const __m512i top = _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh2, qh_shift[odd]), low2), 4);
+          const __m512i w = _mm512_or_si512(nib, top);
+          const __m512 wsc = _mm512_permutexvar_ps(sub_of_lane[c], sc);
+          for (int k = 0; k < NT; ++k) {
+            const __m512i xv = _mm512_loadu_si512(xq.q.data() + (t0 + k) * cols + sb * 256 + 64 * c);
+            const __m512i dp = _mm512_dpbusd_epi32(_mm512_load_si512(neg_offset[k][c]), w, xv);
+            acc[q][k] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_mul_ps(wsc, _mm512_load_ps(dx[k][c])), acc[q][k]);
+          }
+        }
+      }
+    }
+  }
+  for (int q = 0; q < R; ++q)
+    for (int k = 0; k < NT; ++k) y[k * y_stride + q] = _mm512_reduce_add_ps(acc[q][k]);
+}
+
 template <GgmlType T, int R, int NT>
 SS_VNNI void any_tile(const uint8_t* const* rows, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                       int64_t prefetch_ahead) {
   if constexpr (T == GgmlType::Q4_K)
     vnni_tile_q4k<R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
+  else if constexpr (T == GgmlType::Q6_K)
+    vnni_tile_q6k<R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
   else
     vnni_tile<T, R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
 }
@@ -689,11 +792,15 @@ int32_t quantize_block(const float* x, int8_t* q, float* d_out) {
 
 bool int8_matmul_supported(const TensorView& w) {
   static const bool vnni = cpu_has_vnni();
-  return vnni && int8_type(w.type) && w.ne0 % (w.type == GgmlType::Q4_K ? kQkK : kActBlock) == 0;
+  const bool k_quant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q6_K;
+  return vnni && int8_type(w.type) && w.ne0 % (k_quant ? kQkK : kActBlock) == 0;
 }
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
+  // Q6_K's scales are per 16 weights, finer than an AMX product's block of
+  // 32: batches take the VNNI kernel too (q is filled for both layouts).
+  if (w.type == GgmlType::Q6_K) return vnni_matmul<GgmlType::Q6_K>(w, xq, y, r0, r1);
   if (xq.amx)
     return w.type == GgmlType::Q4_K ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
