@@ -86,7 +86,7 @@ BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
 // Q4_0 / Q8_0 / Q4_K with int8 activations (ActQuant::Int8): VNNI for n < 4,
 // AMX tiles above where the CPU has them.
 void BM_MatmulInt8(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8); }
-BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2, 12, 14}, {2048}, {2048}, {1, 16, 64}});
+BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2, 12, 13, 14}, {2048}, {2048}, {1, 16, 64}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 // Q4_0 from its interleaved copy (ops/interleave.h), as the engine reads it.
 void BM_MatmulInt8Interleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8, true); }

@@ -23,8 +23,13 @@ namespace ss {
 namespace {
 
 [[maybe_unused]] bool int8_type(GgmlType t) {
-  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q6_K;
+  return t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+         t == GgmlType::Q6_K;
 }
+
+// Q4_K and Q5_K: sub-blocks of 32 with a scale and a min each (the same
+// layout but for Q5_K's 32 bytes of high bits before the nibbles).
+bool k45(GgmlType t) { return t == GgmlType::Q4_K || t == GgmlType::Q5_K; }
 
 // Q6_K: weight e (0..255) of a super-block as a signed 6-bit integer: half
 // e / 128, quarter (e % 128) / 32 of it; low nibble from ql (quarters 0, 2
@@ -42,7 +47,7 @@ int q6k_value(const uint8_t* blk, int e) {
 // Block b (32 weights) of a row as integers with its scale and min: weight i
 // = scale * out[i] - min. Q4_0: nibble - 8, min 0; Q8_0: the int8, min 0;
 // Q4_K: sub-block b % 8 of super-block b / 8, nibble 0..15, scale d * sc,
-// min dmin * m.
+// min dmin * m; Q5_K the same with bit b % 8 of qh[i] as bit 4 (0..31).
 void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* scale, float* min) {
   uint16_t h;
   *min = 0;
@@ -58,15 +63,19 @@ void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* s
     std::memcpy(&h, blk, 2);
     std::memcpy(out, blk + 2, 32);
   } else {
-    const uint8_t* blk = row + (b / 8) * kQ4_KBytes;
+    const bool five = t == GgmlType::Q5_K;
+    const uint8_t* blk = row + (b / 8) * (five ? kQ5_KBytes : kQ4_KBytes);
     const int sub = static_cast<int>(b % 8);
     uint16_t hm;
     std::memcpy(&h, blk, 2);
     std::memcpy(&hm, blk + 2, 2);
     int sc, m;
     kquant_scale_min(blk + 4, sub, sc, m);
-    const uint8_t* qs = blk + 16 + 32 * (sub / 2);
-    for (int i = 0; i < 32; ++i) out[i] = static_cast<int8_t>(sub & 1 ? qs[i] >> 4 : qs[i] & 0x0F);
+    const uint8_t* qs = blk + (five ? 48 : 16) + 32 * (sub / 2);
+    for (int i = 0; i < 32; ++i) {
+      const int top = five ? ((blk[16 + i] >> sub) & 1) << 4 : 0;
+      out[i] = static_cast<int8_t>((sub & 1 ? qs[i] >> 4 : qs[i] & 0x0F) | top);
+    }
     *scale = fp16_to_fp32(h) * static_cast<float>(sc);
     *min = fp16_to_fp32(hm) * static_cast<float>(m);
     return;
@@ -98,7 +107,7 @@ float scaled_block_dot(GgmlType t, const uint8_t* row, int64_t b, const Quantize
   block_ints(t, row, b, wi, &dw, &mn);
   int32_t dot = 0;
   for (int j = 0; j < kActBlock; ++j) dot += wi[j] * xb[j];
-  if (t == GgmlType::Q4_K) return xq.d[i] * (dw * static_cast<float>(dot) - mn * static_cast<float>(xq.sum[i]));
+  if (k45(t)) return xq.d[i] * (dw * static_cast<float>(dot) - mn * static_cast<float>(xq.sum[i]));
   return dw * xq.d[i] * static_cast<float>(dot);
 }
 
@@ -301,7 +310,9 @@ SS_VNNI void vnni_tile(const uint8_t* const* rows, const QuantizedActs& xq, int 
 // 64 unsigned weights meets 64 consecutive activations with one vpdpbusd
 // (lanes 0-7: sub-block 2g, 8-15: 2g+1). The min part is, per super-block,
 // the mins times the activation blocks' d * sum: eight lanes at once.
-template <int R, int NT>
+// Q5_K (kFive) adds bit 2g (low lanes) or 2g+1 (high) of its 32 qh bytes as
+// bit 4 of each weight.
+template <bool kFive, int R, int NT>
 SS_VNNI void vnni_tile_q4k(const uint8_t* const* rows, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                            int64_t prefetch_ahead) {
   const int64_t nb = xq.blocks(), cols = xq.cols;
@@ -324,8 +335,9 @@ SS_VNNI void vnni_tile_q4k(const uint8_t* const* rows, const QuantizedActs& xq, 
           dx[k], _mm256_cvtepi32_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq.sum.data() + at))));
     }
     for (int q = 0; q < R; ++q) {
-      const uint8_t* blk = rows[q] + sb * kQ4_KBytes;
-      for (int line = 0; line < kQ4_KBytes; line += 64)
+      constexpr int kBytes = kFive ? kQ5_KBytes : kQ4_KBytes;
+      const uint8_t* blk = rows[q] + sb * kBytes;
+      for (int line = 0; line < kBytes; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch_ahead + line), _MM_HINT_T0);
       uint16_t hd[2];
       std::memcpy(hd, blk, 4);
@@ -341,10 +353,21 @@ SS_VNNI void vnni_tile_q4k(const uint8_t* const* rows, const QuantizedActs& xq, 
         mins[q][k] = _mm256_add_ps(_mm256_mul_ps(mn, dsum[k]), mins[q][k]);
         scale[k] = _mm512_castps256_ps512(_mm256_mul_ps(sc, dx[k]));
       }
+      __m512i qh2 = _mm512_setzero_si512();
+      if constexpr (kFive) {
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16));
+        qh2 = _mm512_inserti64x4(_mm512_castsi256_si512(qh), qh, 1);
+      }
       for (int g = 0; g < 4; ++g) {
-        const __m256i nib = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
-        const __m512i w = _mm512_and_si512(
-            _mm512_inserti64x4(_mm512_castsi256_si512(nib), _mm256_srli_epi16(nib, 4), 1), _mm512_set1_epi8(0x0F));
+        const __m256i nib = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (kFive ? 48 : 16) + 32 * g));
+        __m512i w = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(nib), _mm256_srli_epi16(nib, 4), 1),
+                                     _mm512_set1_epi8(0x0F));
+        if constexpr (kFive) {  // 16-bit lanes 0-15 shift by 2g, 16-31 by 2g+1
+          const __m512i shift = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(2 * g)),
+                                                   _mm256_set1_epi16(static_cast<int16_t>(2 * g + 1)), 1);
+          const __m512i top = _mm512_and_si512(_mm512_srlv_epi16(qh2, shift), _mm512_set1_epi8(1));
+          w = _mm512_or_si512(w, _mm512_slli_epi16(top, 4));
+        }
         for (int k = 0; k < NT; ++k) {
           const __m512i xv = _mm512_loadu_si512(xq.q.data() + (t0 + k) * cols + sb * 256 + 64 * g);
           const __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv);
@@ -439,8 +462,8 @@ SS_VNNI void vnni_tile_q6k(const uint8_t* const* rows, const QuantizedActs& xq, 
 template <GgmlType T, int R, int NT>
 SS_VNNI void any_tile(const uint8_t* const* rows, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                       int64_t prefetch_ahead) {
-  if constexpr (T == GgmlType::Q4_K)
-    vnni_tile_q4k<R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
+  if constexpr (T == GgmlType::Q4_K || T == GgmlType::Q5_K)
+    vnni_tile_q4k<T == GgmlType::Q5_K, R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
   else if constexpr (T == GgmlType::Q6_K)
     vnni_tile_q6k<R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
   else
@@ -600,13 +623,14 @@ SS_VNNI void decode_row_ints(const uint8_t* row, int64_t nb, int8_t* dst, int64_
   }
 }
 
-// A Q4_K row's sub-blocks as int8 0..15 (dst[b*dst_stride + i]), scales d*sc
-// and mins dmin*m (dw, mn [b * dw_stride]).
+// A Q4_K (Q5_K: kFive) row's sub-blocks as int8 0..15 (0..31)
+// (dst[b*dst_stride + i]), scales d*sc and mins dmin*m (dw, mn [b * dw_stride]).
+template <bool kFive>
 SS_VNNI void decode_row_ints_q4k(const uint8_t* row, int64_t nb, int8_t* dst, int64_t dst_stride, float* dw, float* mn,
                                  int64_t dw_stride) {
-  const __m256i low = _mm256_set1_epi8(0x0F);
+  const __m256i low = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
   for (int64_t sb = 0; sb * 8 < nb; ++sb) {
-    const uint8_t* blk = row + sb * kQ4_KBytes;
+    const uint8_t* blk = row + sb * (kFive ? kQ5_KBytes : kQ4_KBytes);
     uint16_t hd[2];
     std::memcpy(hd, blk, 4);
     const float d = _cvtsh_ss(hd[0]), dmin = _cvtsh_ss(hd[1]);
@@ -616,11 +640,19 @@ SS_VNNI void decode_row_ints_q4k(const uint8_t* row, int64_t nb, int8_t* dst, in
       dw[(sb * 8 + j) * dw_stride] = d * static_cast<float>(sc[j]);
       mn[(sb * 8 + j) * dw_stride] = dmin * static_cast<float>(m[j]);
     }
+    const __m256i qh = kFive ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16)) : _mm256_setzero_si256();
     for (int g = 0; g < 4; ++g) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * g));
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + (kFive ? 48 : 16) + 32 * g));
+      __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+      if constexpr (kFive) {
+        const __m256i b_lo = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), one);
+        const __m256i b_hi = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g + 1)), one);
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(b_lo, 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(b_hi, 4));
+      }
       int8_t* out = dst + (sb * 8 + 2 * g) * dst_stride;
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_and_si256(v, low));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + dst_stride), _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + dst_stride), hi);
     }
   }
 }
@@ -635,7 +667,7 @@ SS_VNNI void decode_row_ints_q4k(const uint8_t* row, int64_t nb, int8_t* dst, in
 // Scales block b's four integer products (tile t = weight tile t / 2,
 // activation group t % 2; C rows = weight rows, lanes = activations) into the
 // float sums acc [4][16][16].
-// With kMins (Q4_K), each also subtracts the weight row's min times the
+// With kMins (Q4_K, Q5_K), each also subtracts the weight row's min times the
 // activation block's d * sum.
 template <bool kMins>
 SS_AMX __attribute__((always_inline)) inline void amx_scale4(const int32_t (*c)[16][16], const float* dx0,
@@ -662,8 +694,8 @@ SS_VNNI void decode_group_interleaved(const uint8_t* group, int64_t nb, int8_t* 
     interleaved_block_rows(group + b * kInterleavedBlockBytes, wq + b * 512, dw + b * 16);
 }
 
-// Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K matrix as int8 A tiles
-// (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K, their mins
+// Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as int8 A tiles
+// (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K/Q5_K, their mins
 // (mn [nb][16]); rows from `end` on are 0.
 void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw, float* mn) {
   if (w.interleaved != nullptr && rt + 16 <= end)  // interleaved: end is a whole group's
@@ -674,8 +706,10 @@ void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_
         decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
       else if (w.type == GgmlType::Q8_0)
         decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
+      else if (w.type == GgmlType::Q4_K)
+        decode_row_ints_q4k<false>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
       else
-        decode_row_ints_q4k(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
+        decode_row_ints_q4k<true>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
     } else {
       for (int64_t b = 0; b < nb; ++b) {
         std::memset(wq + b * 512 + m * kActBlock, 0, kActBlock);
@@ -792,7 +826,7 @@ int32_t quantize_block(const float* x, int8_t* q, float* d_out) {
 
 bool int8_matmul_supported(const TensorView& w) {
   static const bool vnni = cpu_has_vnni();
-  const bool k_quant = w.type == GgmlType::Q4_K || w.type == GgmlType::Q6_K;
+  const bool k_quant = k45(w.type) || w.type == GgmlType::Q6_K;
   return vnni && int8_type(w.type) && w.ne0 % (k_quant ? kQkK : kActBlock) == 0;
 }
 
@@ -801,9 +835,9 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   // Q6_K's scales are per 16 weights, finer than an AMX product's block of
   // 32: batches take the VNNI kernel too (q is filled for both layouts).
   if (w.type == GgmlType::Q6_K) return vnni_matmul<GgmlType::Q6_K>(w, xq, y, r0, r1);
-  if (xq.amx)
-    return w.type == GgmlType::Q4_K ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
+  if (xq.amx) return k45(w.type) ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
+  if (w.type == GgmlType::Q5_K) return vnni_matmul<GgmlType::Q5_K>(w, xq, y, r0, r1);
   if (w.interleaved != nullptr) return interleaved_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)
     vnni_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);

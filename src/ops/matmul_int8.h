@@ -1,13 +1,14 @@
 #pragma once
-// Int8-activation matmul for Q4_0, Q8_0, Q4_K and Q6_K weights: the arithmetic
-// llama.cpp uses for these types. Activations are rounded per block of 32 to
-// int8 with one float scale (d = max|x| / 127, so each value moves by at most
-// d / 2); weight blocks stay integers; each (weight block, activation block)
-// pair is an exact integer dot product, scaled once by d_w * d_x (Q4_K's
-// sub-blocks of 32 also subtract their min times d_x * the activation
-// block's integer sum; Q6_K's sub-blocks of 16 each take their own scale). That rounding is the only difference from the float
-// path (matmul with ActQuant::None), which multiplies exactly dequantized
-// weights with float activations.
+// Int8-activation matmul for Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights: the
+// arithmetic llama.cpp uses for these types. Activations are rounded per
+// block of 32 to int8 with one float scale (d = max|x| / 127, so each value
+// moves by at most d / 2); weight blocks stay integers; each (weight block,
+// activation block) pair is an exact integer dot product, scaled once by
+// d_w * d_x (Q4_K's and Q5_K's sub-blocks of 32 also subtract their min times
+// d_x * the activation block's integer sum; Q6_K's sub-blocks of 16 each take
+// their own scale). That rounding is the only difference from the float path
+// (matmul with ActQuant::None), which multiplies exactly dequantized weights
+// with float activations.
 //
 // Kernels: AVX-512 VNNI (64 multiply-adds per instruction) for one to a few
 // activation rows, AMX int8 tiles (16 x 16 x 32 per instruction) for batches

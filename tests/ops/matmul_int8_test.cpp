@@ -53,9 +53,11 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   std::uniform_real_distribution<float> u(-1, 1);
   bool any = false;
   ThreadPool pool1(1), pool2(2);
-  const std::pair<GgmlType, std::vector<int>> cases[] = {
-      {GgmlType::Q4_0, {32, 96, 320, 2048}}, {GgmlType::Q8_0, {32, 96, 320, 2048}}, {GgmlType::Q4_K, {256, 768, 2048}},
-      {GgmlType::Q6_K, {256, 768, 2048}}};
+  const std::pair<GgmlType, std::vector<int>> cases[] = {{GgmlType::Q4_0, {32, 96, 320, 2048}},
+                                                         {GgmlType::Q8_0, {32, 96, 320, 2048}},
+                                                         {GgmlType::Q4_K, {256, 768, 2048}},
+                                                         {GgmlType::Q5_K, {256, 768, 2048}},
+                                                         {GgmlType::Q6_K, {256, 768, 2048}}};
   for (const auto& [t, col_list] : cases) {
     for (int cols : col_list) {
       for (int rows : {1, 5, 17, 67}) {
@@ -196,7 +198,7 @@ TEST(Int8Matmul, OtherTypesStayOnTheFloatPath) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
   ThreadPool pool(1);
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q5_K}) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16}) {
     std::vector<uint8_t> storage;
     const TensorView w = random_weights(t, 9, 256, rng, storage);
     EXPECT_FALSE(int8_matmul_supported(w));
