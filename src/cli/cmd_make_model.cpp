@@ -73,7 +73,10 @@ MakeModelCommand::MakeModelCommand(CLI::App& app) {
   std::string names;
   for (const auto& [k, v] : shapes()) names += (names.empty() ? "" : "|") + k;
   sub_->add_option("--shape", shape_, names)->required();
-  sub_->add_option("--type", type_, "weight type: f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k")->capture_default_str();
+  sub_->add_option("--type", type_,
+                   "weight type: f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k, or q4_k_m (llama.cpp's mix: "
+                   "Q4_K, with Q6_K for the output and for attn_v/ffn_down in the layers it gives more bits)")
+      ->capture_default_str();
   sub_->add_option("--seed", seed_, "random seed (same seed, same file)")->capture_default_str();
   sub_->add_option("--layers", layers_, "override the layer count (smaller files for tests)");
   sub_->add_option("-o,--output", output_, "output .gguf path")->required();
@@ -87,9 +90,15 @@ int MakeModelCommand::run() {
   static const std::map<std::string, GgmlType> types = {
       {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16}, {"q8_0", GgmlType::Q8_0},
       {"q4_0", GgmlType::Q4_0}, {"q4_k", GgmlType::Q4_K}, {"q5_k", GgmlType::Q5_K}, {"q6_k", GgmlType::Q6_K}};
-  auto t = types.find(type_);
+  // q4_k_m: Q4_K everywhere but where llama.cpp's Q4_K_M puts Q6_K.
+  const bool k_m = type_ == "q4_k_m";
+  auto t = types.find(k_m ? "q4_k" : type_);
   if (t == types.end()) return fail("unknown --type '" + type_ + "'");
   const GgmlType wt = t->second;
+  // llama.cpp's use_more_bits: the first and last eighth of the layers and
+  // every third one between.
+  auto more_bits = [&](int l) { return l < s.layers / 8 || l >= 7 * s.layers / 8 || (l - s.layers / 8) % 3 == 2; };
+  auto q6_if = [&](bool more) { return k_m && more ? GgmlType::Q6_K : wt; };
 
   GgufWriter w;
   const std::string a = "llama";
@@ -108,14 +117,14 @@ int MakeModelCommand::run() {
   const uint64_t seed = seed_;
   // Uniform weights with variance 1/cols keep activations O(1) through the
   // layers, so no NaN or denormal slows a measurement down.
-  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows) {
+  auto matrix = [&](const std::string& name, int64_t cols, int64_t rows, GgmlType type) {
     const float amp = std::sqrt(3.0f / static_cast<float>(cols));
-    w.add_tensor_rows(name, wt, {cols, rows}, [=](int64_t r, uint8_t* dst) {
+    w.add_tensor_rows(name, type, {cols, rows}, [=](int64_t r, uint8_t* dst) {
       thread_local std::vector<float> row;
       row.resize(static_cast<size_t>(cols));
       uint64_t st = seed ^ name_hash(name) ^ (static_cast<uint64_t>(r) * 0x2545F4914F6CDD1Dull);
       for (auto& v : row) v = amp * (static_cast<float>(splitmix64(st) >> 40) / 8388608.0f - 1.0f);
-      quantize_row(wt, row.data(), dst, cols);
+      quantize_row(type, row.data(), dst, cols);
     });
   };
   auto ones = [&](const std::string& name, int64_t n) {
@@ -128,20 +137,20 @@ int MakeModelCommand::run() {
   if (D % type_traits(static_cast<uint32_t>(wt))->block_elems != 0 ||
       H % type_traits(static_cast<uint32_t>(wt))->block_elems != 0)
     return fail("shape " + shape_ + " does not fit " + type_ + " blocks");
-  matrix("token_embd.weight", D, V);
+  matrix("token_embd.weight", D, V, wt);
   ones("output_norm.weight", D);
-  matrix("output.weight", D, V);
+  matrix("output.weight", D, V, q6_if(true));
   for (int l = 0; l < s.layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     ones(p + "attn_norm.weight", D);
-    matrix(p + "attn_q.weight", D, D);
-    matrix(p + "attn_k.weight", D, kvd);
-    matrix(p + "attn_v.weight", D, kvd);
-    matrix(p + "attn_output.weight", D, D);
+    matrix(p + "attn_q.weight", D, D, wt);
+    matrix(p + "attn_k.weight", D, kvd, wt);
+    matrix(p + "attn_v.weight", D, kvd, q6_if(more_bits(l)));
+    matrix(p + "attn_output.weight", D, D, wt);
     ones(p + "ffn_norm.weight", D);
-    matrix(p + "ffn_gate.weight", D, H);
-    matrix(p + "ffn_up.weight", D, H);
-    matrix(p + "ffn_down.weight", H, D);
+    matrix(p + "ffn_gate.weight", D, H, wt);
+    matrix(p + "ffn_up.weight", D, H, wt);
+    matrix(p + "ffn_down.weight", H, D, q6_if(more_bits(l)));
   }
   if (auto st = w.write(output_); !st.ok()) return fail(st.error().message);
   std::fprintf(stderr, "wrote %s (%s, %s, %d layers)\n", output_.c_str(), shape_.c_str(), type_.c_str(), s.layers);

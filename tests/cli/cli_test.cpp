@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
+#include "format/ggml_types.h"
+#include "format/gguf.h"
 #include "test_paths.h"
 
 namespace ss {
@@ -108,6 +111,30 @@ TEST(Cli, MakeModelWritesLoadableRealShapes) {
   }
   EXPECT_NE(run("make-model --shape stories15m --type q4_k -o /dev/null", true).out.find("does not fit"),
             std::string::npos);
+  // q4_k_m: Q6_K for the output and, in llama.cpp's use_more_bits layers (of
+  // 8: 0, 3, 6, 7), for attn_v and ffn_down; Q4_K elsewhere. It loads and runs.
+  const std::string km = test::temp_path("mm_km.gguf");
+  ASSERT_EQ(run("make-model --shape tinyllama-1.1b --type q4_k_m --layers 8 -o " + km).rc, 0);
+  auto f = GgufFile::open(km);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  std::map<std::string, uint32_t> type;
+  for (const auto& t : f.value().tensors()) type[t.name] = t.raw_type;
+  const auto q4k = static_cast<uint32_t>(GgmlType::Q4_K), q6k = static_cast<uint32_t>(GgmlType::Q6_K);
+  EXPECT_EQ(type["output.weight"], q6k);
+  EXPECT_EQ(type["token_embd.weight"], q4k);
+  for (int l = 0; l < 8; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    const uint32_t more = (l == 0 || l == 3 || l == 6 || l == 7) ? q6k : q4k;
+    EXPECT_EQ(type[p + "attn_v.weight"], more) << l;
+    EXPECT_EQ(type[p + "ffn_down.weight"], more) << l;
+    EXPECT_EQ(type[p + "attn_q.weight"], q4k) << l;
+    EXPECT_EQ(type[p + "ffn_up.weight"], q4k) << l;
+  }
+  for (const char* aq : {"none", "int8"}) {
+    auto g = run("generate -m " + km + " --temp 0 -n 4 --ids --ignore-eos --act-quant " + aq, true);
+    EXPECT_EQ(g.rc, 0) << g.out;
+  }
+  std::remove(km.c_str());
   EXPECT_NE(run("make-model --shape nope -o /dev/null").rc, 0);
 }
 
