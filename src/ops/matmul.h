@@ -9,12 +9,12 @@
 namespace ss {
 
 // How activations meet quantized weights. None: weights decoded exactly,
-// float activations (every type). Int8: Q4_0/Q8_0/Q4_K weights take
+// float activations (every type). Int8: Q4_0/Q8_0/Q4_K/Q5_K/Q6_K weights take
 // activations rounded to int8 per block of 32, as llama.cpp does
 // (matmul_int8.h), where the CPU has the kernels; other types and CPUs stay
 // on the float path. Fast: as Int8 for 1-3 activation rows (decode); batches
 // of 4+ rows meet bf16-rounded Q4_0/Q8_0 weights as bf16 in AMX-BF16 tiles
-// (matmul_bf16.h), where the CPU has them, else (and for Q4_K) as Int8. A
+// (matmul_bf16.h), where the CPU has them, else (and for K-quants) as Int8. A
 // row's rounding then depends on how many rows share the call (int8 alone,
 // bf16 in a batch), as batch size changes results in llama.cpp and vLLM.
 enum class ActQuant { None, Int8, Fast };

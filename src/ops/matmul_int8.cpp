@@ -84,8 +84,9 @@ void block_ints(GgmlType t, const uint8_t* row, int64_t b, int8_t* out, float* s
 }
 
 // Block b of the row against block b of activation row t, the integer dot
-// exact: d_w * d_x * dot, and for Q4_K d_x * (scale * dot - min * sum of the
-// activation block). The unit both the scalar twin and the SIMD tails add up.
+// exact: d_w * d_x * dot; for Q4_K/Q5_K d_x * (scale * dot - min * sum of
+// the activation block); for Q6_K d * d_x * (sc0 * dot0 + sc1 * dot1) over its
+// two sub-blocks of 16. The unit the scalar twin and the SIMD tails add up.
 float scaled_block_dot(GgmlType t, const uint8_t* row, int64_t b, const QuantizedActs& xq, int64_t act_row) {
   const int8_t* xb = xq.q.data() + act_row * xq.cols + b * kActBlock;
   const size_t i = static_cast<size_t>(act_row * xq.blocks() + b);
