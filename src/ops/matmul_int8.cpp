@@ -827,8 +827,8 @@ int32_t quantize_block(const float* x, int8_t* q, float* d_out) {
 
 bool int8_matmul_supported(const TensorView& w) {
   static const bool vnni = cpu_has_vnni();
-  const bool k_quant = k45(w.type) || w.type == GgmlType::Q6_K;
-  return vnni && int8_type(w.type) && w.ne0 % (k_quant ? kQkK : kActBlock) == 0;
+  // Whole blocks per row: 32 weights for Q4_0/Q8_0, 256 for the K-quants.
+  return vnni && int8_type(w.type) && w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems == 0;
 }
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
