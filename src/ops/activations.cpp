@@ -15,9 +15,8 @@ template <class F>
 __attribute__((always_inline)) inline F swiglu_one(F g, F u) {
   return g * u / (1.0f + fast_exp::exp_clamped(F{} - g));
 }
-}  // namespace
 
-SS_CLONES void swiglu(const float* gate, const float* up, int n, float* out) {
+SS_CLONE_IMPL void swiglu_impl(const float* gate, const float* up, int n, float* out) {
   int i = 0;
   for (; i + 16 <= n; i += 16) {
     Lanes g, u;
@@ -28,6 +27,9 @@ SS_CLONES void swiglu(const float* gate, const float* up, int n, float* out) {
   }
   for (; i < n; ++i) out[i] = swiglu_one(gate[i], up[i]);
 }
+}  // namespace
+
+SS_CLONED(void, swiglu, (const float* gate, const float* up, int n, float* out), (gate, up, n, out))
 
 void swiglu_scalar(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) {

@@ -1,7 +1,8 @@
 #pragma once
-// What the AMX kernels (int8 and bf16 tiles) share: the kernel's permission
-// to use the tile state, the tile configuration layout, and their walk over
-// 32-row weight strips (prefetching the next strip, writing the sums out).
+// What the AMX kernels (int8 and bf16 tiles) share: the tile configuration
+// layout, and their walk over 32-row weight strips (prefetching the next
+// strip, writing the sums out). Whether they may run at all is
+// util/cpu_features.h's kCpuAmxInt8 / kCpuAmxBf16.
 #include <algorithm>
 #include <cstdint>
 
@@ -11,13 +12,6 @@
 #include "ops/transpose_x86.h"
 
 namespace ss {
-
-// The CPU has AMX tiles and Linux (5.16+) lets this process use them; asked
-// once per process.
-bool amx_tiles_permitted();
-// CPU feature bits of CPUID leaf 7 (AMX-INT8, AMX-BF16).
-bool cpu_has_amx_int8();
-bool cpu_has_amx_bf16();
 
 // LDTILECFG's 64-byte operand: palette 1, bytes per row and rows per tile.
 struct TileConfig {

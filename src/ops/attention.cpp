@@ -73,8 +73,9 @@ SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const float* k_cols, in
 }
 }  // namespace
 
-SS_CLONES void attn_scores(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale,
-                           float* scores) {
+namespace {
+SS_CLONE_IMPL void attn_scores_impl(const float* q, const float* k_cols, int col_stride, int count, int hd,
+                                    float scale, float* scores) {
   int r0 = 0;
   for (; r0 + kChunk <= count; r0 += kChunk) {
     const Lanes s = chunk_scores<0>(q, k_cols + r0, col_stride, hd, scale);
@@ -84,14 +85,21 @@ SS_CLONES void attn_scores(const float* q, const float* k_cols, int col_stride, 
   attn_scores_scalar(q, k_cols + r0, col_stride, count - r0, hd, scale, scores + r0);
 }
 
-SS_CLONES void attn_accumulate(const float* probs, const float* v_rows, int stride, int count, int hd,
-                               float* __restrict__ acc) {
+SS_CLONE_IMPL void attn_accumulate_impl(const float* probs, const float* v_rows, int stride, int count, int hd,
+                                        float* __restrict__ acc) {
   for (int r = 0; r < count; ++r) {
     const float p = probs[r];
     const float* __restrict__ v = v_rows + static_cast<long>(r) * stride;
     for (int d = 0; d < hd; ++d) acc[d] += p * v[d];
   }
 }
+}  // namespace
+
+SS_CLONED(void, attn_scores,
+          (const float* q, const float* k_cols, int col_stride, int count, int hd, float scale, float* scores),
+          (q, k_cols, col_stride, count, hd, scale, scores))
+SS_CLONED(void, attn_accumulate, (const float* probs, const float* v_rows, int stride, int count, int hd, float* acc),
+          (probs, v_rows, stride, count, hd, acc))
 
 namespace {
 // exp of the scores' differences from their max (x <= 0).
@@ -99,9 +107,8 @@ template <class F>
 SS_ALWAYS_INLINE F exp_nonpositive(F x) {
   return fast_exp::exp_clamped(x);
 }
-}  // namespace
 
-SS_CLONES void softmax(float* x, int n) {
+SS_CLONE_IMPL void softmax_impl(float* x, int n) {
   // Eight lanes for the max and the sum keep both reductions vectorisable and
   // their order fixed.
   float m8[8], s8[8] = {};
@@ -120,6 +127,9 @@ SS_CLONES void softmax(float* x, int n) {
   const float inv = 1.0f / sum;
   for (int i = 0; i < n; ++i) x[i] *= inv;
 }
+}  // namespace
+
+SS_CLONED(void, softmax, (float* x, int n), (x, n))
 
 void attn_online_init(int g, int hd, float* m, float* l, float* acc) {
   for (int h = 0; h < g; ++h) {
@@ -269,11 +279,10 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
     accumulate_chunk<HD>(scratch + lo, g, v_rows + static_cast<long>(r0 + lo) * v_stride, v_stride, hi - lo, hd, acc);
   }
 }
-}  // namespace
 
-SS_CLONES void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
-                                  int v_stride, int first, int count, int hd, float scale, float* m, float* l,
-                                  float* acc, float* scratch) {
+SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
+                                           const float* v_rows, int v_stride, int first, int count, int hd,
+                                           float scale, float* m, float* l, float* acc, float* scratch) {
 #define SS_ONLINE(HD) \
   online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch)
   switch (hd) {
@@ -292,6 +301,12 @@ SS_CLONES void attn_online_update(const float* q, int g, const float* k_cols, in
   }
 #undef SS_ONLINE
 }
+}  // namespace
+
+SS_CLONED(void, attn_online_update,
+          (const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride, int first,
+           int count, int hd, float scale, float* m, float* l, float* acc, float* scratch),
+          (q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch))
 
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out) {
   for (int h = 0; h < g; ++h) {

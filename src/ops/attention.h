@@ -1,9 +1,12 @@
 #pragma once
 // Attention inner loops over a run of keys that sit contiguously in one KV
 // block: K dimension-major (key r, dimension d at k_cols[d*col_stride + r]),
-// V token-major (row stride v_stride). Compiled for AVX2+FMA and baseline x86-64
-// with runtime selection (GCC target_clones); the scalar versions are the
-// reference twins used by tests.
+// V token-major (row stride v_stride). Compiled for AVX-512, AVX2+FMA and
+// baseline x86-64, picked at each call within the CPU cap (ops/clones.h);
+// the scalar versions are the reference twins used by tests. The clones
+// agree with each other and the twins within float rounding (FMA or not),
+// not bit for bit; on one CPU and cap, results do not depend on how keys
+// are split across calls into whole chunks or on thread count.
 namespace ss {
 
 // Keys are scored kAttnChunk at a time (one vector's worth on AVX-512).

@@ -1,10 +1,48 @@
 #pragma once
-// SS_CLONES: compile a function for AVX-512, AVX2 and baseline x86-64 and
-// pick one at load time (GCC target_clones, an ifunc). Off under the
-// sanitizers, whose runtimes are not ready when ifunc resolvers run.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
-#define SS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+// SS_CLONED: a kernel written once (as NAME_impl, marked SS_CLONE_IMPL) and
+// compiled for AVX-512, AVX2 (+FMA) and baseline x86-64, one picked at each
+// call from what util/cpu_features.h allows now, so SINKSTREAM_CPU and tests
+// can run any of them on a machine that has the best. (GCC's target_clones
+// would pick once at load time, from the CPU alone.)
+//
+//   SS_CLONE_IMPL void f_impl(const float* x, int n) { ... }
+//   SS_CLONED(void, f, (const float* x, int n), (x, n))
+//
+// The implementation is inlined into each clone and compiled with its
+// instruction set; helpers it calls with vector arguments must be inlined too
+// (always_inline), since the clones' vector ABIs differ. The AVX-512 and AVX2
+// clones contract a * b + c into FMA, the baseline does not: the clones agree
+// within float rounding, not bit for bit, unless a kernel says otherwise.
+#include "util/cpu_features.h"
+
+#define SS_CLONE_IMPL [[maybe_unused]] static __attribute__((always_inline)) inline
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SS_CLONED(ret, name, params, args)                                                                      \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))) static ret name##_avx512 params {   \
+    return name##_impl args;                                                                                    \
+  }                                                                                                             \
+  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_impl args; }          \
+  static ret name##_base params { return name##_impl args; }                                                    \
+  ret name params {                                                                                             \
+    const uint32_t f = ::ss::cpu_usable();                                                                      \
+    if (f & ::ss::kCpuAvx512) return name##_avx512 args;                                                        \
+    if (f & ::ss::kCpuAvx2) return name##_avx2 args;                                                            \
+    return name##_base args;                                                                                    \
+  }
 #else
-#define SS_CLONES
+#define SS_CLONED(ret, name, params, args) \
+  ret name params { return name##_impl args; }
 #endif
+
+namespace ss {
+// Which clone SS_CLONED functions run now: "avx512", "avx2" or "baseline".
+inline const char* clone_level_name() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  const uint32_t f = cpu_usable();
+  return f & kCpuAvx512 ? "avx512" : f & kCpuAvx2 ? "avx2" : "baseline";
+#else
+  return "baseline";
+#endif
+}
+}  // namespace ss

@@ -1,5 +1,5 @@
 #pragma once
-// 16-float vectors (GCC/Clang vector extensions) for the SS_CLONES kernels:
+// 16-float vectors (GCC/Clang vector extensions) for the SS_CLONED kernels:
 // one zmm on AVX-512, two ymm on AVX2, four xmm on the baseline clone, the
 // same operations lane by lane in each.
 #include <cstdint>

@@ -74,12 +74,14 @@ bool all_supported(std::span<const MatmulOut> outs, bool (*supported)(const Tens
   return true;
 }
 
+bool bf16_batch(int n, ActQuant aq) { return aq == ActQuant::Fast && n >= kBf16MinRows; }
+
 // Runs the reduced-precision pass `aq` asks for, if every matrix has one.
 bool reduced_precision(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool, ActQuant aq) {
   if (aq == ActQuant::None) return false;
   const int64_t cols = outs[0].w->ne0;
   // The workers must see the calling thread's buffers, not their own.
-  if (aq == ActQuant::Fast && n >= kBf16MinRows && all_supported(outs, bf16_matmul_supported)) {
+  if (bf16_batch(n, aq) && all_supported(outs, bf16_matmul_supported)) {
     thread_local Bf16Acts buffer;
     Bf16Acts& xb = buffer;
     pack_acts_bf16(x, n, cols, xb);
@@ -96,6 +98,27 @@ bool reduced_precision(std::span<const MatmulOut> outs, const float* x, int n, T
   return true;
 }
 }  // namespace
+
+MatmulKernel matmul_kernel(const TensorView& w, int n, ActQuant aq) {
+  if (aq == ActQuant::None) return MatmulKernel::Float;
+  if (bf16_batch(n, aq) && bf16_matmul_supported(w)) return MatmulKernel::Bf16Amx;
+  if (!int8_matmul_supported(w)) return MatmulKernel::Float;
+  return int8_uses_amx(w, n) ? MatmulKernel::Int8Amx : MatmulKernel::Int8Vnni;
+}
+
+const char* matmul_kernel_name(MatmulKernel k) {
+  switch (k) {
+    case MatmulKernel::Int8Vnni:
+      return "int8-avx512-vnni";
+    case MatmulKernel::Int8Amx:
+      return "int8-amx";
+    case MatmulKernel::Bf16Amx:
+      return "bf16-amx";
+    case MatmulKernel::Float:
+      break;
+  }
+  return "float";
+}
 
 void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int n, ThreadPool& pool, ActQuant aq) {
   if (outs.empty() || reduced_precision(outs, x, n, pool, aq)) return;

@@ -19,6 +19,25 @@ namespace ss {
 // bf16 in a batch), as batch size changes results in llama.cpp and vLLM.
 enum class ActQuant { None, Int8, Fast };
 
+// The kernel a matmul of W with n activation rows under `aq` runs on this
+// CPU within the cap of util/cpu_features.h, and what it promises:
+//  - Float (Highway; every type, every CPU): within float rounding of
+//    matmul_reference; the same bits for any thread count; not the same bits
+//    across SIMD targets (vector widths and FMA differ).
+//  - Int8Vnni (AVX-512 VNNI; decode, and batches without AMX, Q6_K always):
+//    within float rounding of matmul_int8_reference; the same bits for any
+//    thread count and for one matrix alone or in matmul_shared_input; NOT
+//    the same bits for Q4_0 read interleaved (ops/interleave.h) as for its
+//    plain rows, whose blocks are summed in another order.
+//  - Int8Amx (AMX int8 tiles; batches of 4+ rows): as Int8Vnni, and the
+//    same bits for interleaved and plain Q4_0 (tiles see the same blocks).
+//  - Bf16Amx (AMX-BF16 tiles; Fast, Q4_0/Q8_0 batches of 4+ rows): within
+//    bf16 rounding of matmul_bf16_reference; the same bits for interleaved
+//    and plain Q4_0 and for any thread count.
+enum class MatmulKernel { Float, Int8Vnni, Int8Amx, Bf16Amx };
+MatmulKernel matmul_kernel(const TensorView& w, int n, ActQuant aq);
+const char* matmul_kernel_name(MatmulKernel k);
+
 // W: [rows=ne1 x cols=ne0]; X: [n x cols] (row stride cols); Y: [n x rows].
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq = ActQuant::None);
 

@@ -9,6 +9,7 @@
 #include "ops/interleave.h"
 #include "ops/transpose_x86.h"
 #include "util/check.h"
+#include "util/cpu_features.h"
 #include "util/fp16.h"
 
 #if defined(__x86_64__)
@@ -51,16 +52,8 @@ namespace {
 #define SS_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
 #define SS_AMX_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c,amx-tile,amx-bf16")))
 
-bool cpu_has_avx512_bf16() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-}
-
-bool amx_bf16_enabled() {
-  static const bool ok = cpu_has_avx512_bf16() && cpu_has_amx_bf16() && amx_tiles_permitted();
-  return ok;
-}
+// Asked at every call, so a changed cap (util/cpu_features.h) takes effect.
+bool amx_bf16_enabled() { return cpu_usable(kCpuAmxBf16) && cpu_usable(kCpuAvx512Bf16); }
 
 // 32 floats as 32 bf16 in order (VCVTNE2PS2BF16: nearest even, subnormals to 0).
 SS_BF16 inline void store_bf16x32(__m512 lo, __m512 hi, uint16_t* dst) {

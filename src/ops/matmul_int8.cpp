@@ -1,7 +1,6 @@
 #include "ops/matmul_int8.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -12,6 +11,7 @@
 #include "ops/interleave.h"
 #include "ops/interleave_x86.h"
 #include "util/check.h"
+#include "util/cpu_features.h"
 #include "util/fp16.h"
 
 #if defined(__x86_64__)
@@ -112,8 +112,6 @@ float scaled_block_dot(GgmlType t, const uint8_t* row, int64_t b, const Quantize
   return dw * xq.d[i] * static_cast<float>(dot);
 }
 
-std::atomic<bool> g_allow_amx{true};
-
 }  // namespace
 
 namespace {
@@ -134,7 +132,7 @@ int32_t quantize_block_scalar(const float* x, int8_t* q, float* d_out) {
 }
 
 int32_t quantize_block(const float* x, int8_t* q, float* d_out);
-// AMX tiles are present, permitted and not switched off by int8_allow_amx.
+// AMX tiles are present, permitted and within the CPU cap.
 bool amx_for_batches();
 }  // namespace
 
@@ -210,17 +208,9 @@ namespace {
 #define SS_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c")))
 #define SS_AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,amx-tile,amx-int8")))
 
-bool cpu_has_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni");
-}
-
-bool amx_enabled() {
-  static const bool ok = cpu_has_vnni() && cpu_has_amx_int8() && amx_tiles_permitted();
-  return ok;
-}
+// Asked at every call, so a changed cap (util/cpu_features.h) takes effect.
+bool cpu_has_vnni() { return cpu_usable(kCpuAvx512Vnni); }
+bool amx_enabled() { return cpu_usable(kCpuAmxInt8) && cpu_has_vnni(); }
 
 // The 64 weights of blocks b, b+1 of a row as bytes, made unsigned for
 // vpdpbusd: Q4_0 nibbles (value + 8) in q_halves order, Q8_0 int8 ^ 0x80
@@ -820,15 +810,13 @@ SS_VNNI int32_t quantize_block_vnni(const float* x, int8_t* q, float* d_out) {
 
 namespace {
 int32_t quantize_block(const float* x, int8_t* q, float* d_out) {
-  static const bool vnni = cpu_has_vnni();
-  return vnni ? quantize_block_vnni(x, q, d_out) : quantize_block_scalar(x, q, d_out);
+  return cpu_has_vnni() ? quantize_block_vnni(x, q, d_out) : quantize_block_scalar(x, q, d_out);
 }
 }  // namespace
 
 bool int8_matmul_supported(const TensorView& w) {
-  static const bool vnni = cpu_has_vnni();
   // Whole blocks per row: 32 weights for Q4_0/Q8_0, 256 for the K-quants.
-  return vnni && int8_type(w.type) && w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems == 0;
+  return cpu_has_vnni() && int8_type(w.type) && w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems == 0;
 }
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
@@ -846,13 +834,17 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
     vnni_matmul<GgmlType::Q8_0>(w, xq, y, r0, r1);
 }
 
+bool int8_uses_amx(const TensorView& w, int n) {
+  return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K;
+}
+
 const char* int8_kernels() {
   if (!cpu_has_vnni()) return "none";
   return amx_enabled() ? "amx+avx512-vnni" : "avx512-vnni";
 }
 
 namespace {
-bool amx_for_batches() { return g_allow_amx.load(std::memory_order_relaxed) && amx_enabled(); }
+bool amx_for_batches() { return amx_enabled(); }
 }  // namespace
 
 #else  // no x86: the float path only
@@ -865,6 +857,7 @@ bool int8_matmul_supported(const TensorView&) { return false; }
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t, int64_t) {
   SS_CHECK(false && "int8 matmul without a kernel");
 }
+bool int8_uses_amx(const TensorView&, int) { return false; }
 const char* int8_kernels() { return "none"; }
 
 namespace {
@@ -872,7 +865,5 @@ bool amx_for_batches() { return false; }
 }  // namespace
 
 #endif
-
-void int8_allow_amx(bool allow) { g_allow_amx.store(allow); }
 
 }  // namespace ss

@@ -57,15 +57,16 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
 
 // W's type and row length fit, and this CPU has a kernel for them.
 bool int8_matmul_supported(const TensorView& w);
+// Whether n activation rows against W take the AMX tiles (else VNNI).
+bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are
 // multiples of 16 except at the end of W (the AMX path works in 16-row tiles).
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
 // Scalar twin of matmul_int8_rows over all rows.
 void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y);
 
-// Which kernels this process uses: "amx+avx512-vnni", "avx512-vnni" or "none".
+// Which kernels this process uses now: "amx+avx512-vnni", "avx512-vnni" or
+// "none" (the CPU, or the cap of util/cpu_features.h, lacks AVX-512 VNNI).
 const char* int8_kernels();
-// Tests: 0 = VNNI only (no AMX) for every batch size; 1 = default choice.
-void int8_allow_amx(bool allow);
 
 }  // namespace ss

@@ -18,10 +18,13 @@
 // Included after foreach_target.
 #include <hwy/highway.h>
 
+#include <atomic>
+#include <mutex>
 #include <vector>
 
 #include "format/tensor.h"
 #include "ops/matmul_kernels.h"
+#include "util/cpu_features.h"
 #include "util/fp16.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -480,26 +483,58 @@ namespace ss {
 HWY_EXPORT(MatmulRows);
 HWY_EXPORT(DequantizeRow);
 
+namespace {
+// Highway's targets above the CPU cap (util/cpu_features.h), for
+// hwy::DisableTargets; on x86 a lower bit is a better target.
+int64_t targets_above_cap() {
+#if HWY_ARCH_X86
+  const uint32_t f = cpu_usable();
+  if (!(f & kCpuAvx2)) return HWY_AVX2 | (HWY_AVX2 - 1);
+  if (!(f & kCpuAvx512)) return HWY_AVX2 - 1;
+#endif
+  return 0;
+}
+
+// Brings Highway's dispatch in line with the cap whenever the cap changed
+// since it was last applied (once per process unless tests change it).
+void sync_cap() {
+  static std::atomic<int64_t> applied{-1};
+  const int64_t gen = cpu_cap_generation();
+  if (applied.load(std::memory_order_acquire) == gen) return;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  if (applied.load(std::memory_order_relaxed) == gen) return;
+  hwy::DisableTargets(targets_above_cap());
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  applied.store(gen, std::memory_order_release);
+}
+}  // namespace
+
 void matmul_rows_simd(const TensorView& w, const float* x, int n, float* y, int64_t r0, int64_t r1) {
+  sync_cap();
   HWY_DYNAMIC_DISPATCH(MatmulRows)(w, x, n, y, r0, r1);
 }
 
 void dequantize_row_simd(GgmlType t, const void* row, float* dst, int64_t n) {
+  sync_cap();
   HWY_DYNAMIC_DISPATCH(DequantizeRow)(t, static_cast<const uint8_t*>(row), dst, n);
 }
 
 std::vector<SimdTarget> simd_targets() {
+  sync_cap();
   std::vector<SimdTarget> out;
   for (int64_t t : hwy::SupportedAndGeneratedTargets()) out.push_back({t, hwy::TargetName(t)});
   return out;
 }
 
 void simd_restrict_to(int64_t target) {
+  sync_cap();
   hwy::SetSupportedTargetsForTest(target);
   hwy::GetChosenTarget().Update(hwy::SupportedTargets());
 }
 
 std::string simd_active_target() {
+  sync_cap();
   const int64_t best = hwy::SupportedTargets() & ~(hwy::SupportedTargets() - 1);  // lowest bit = best target
   return hwy::TargetName(best);
 }

@@ -7,12 +7,17 @@
 
 namespace ss {
 
-SS_CLONES void rms_norm(const float* x, const float* weight, int n, float eps, float* out) {
+namespace {
+SS_CLONE_IMPL void rms_norm_impl(const float* x, const float* weight, int n, float eps, float* out) {
   // dot_f32's eight partial sums vectorise without reassociating freely.
   const float ss = dot_f32(x, x, n) / static_cast<float>(n) + eps;
   const float scale = 1.0f / std::sqrt(ss);
   for (int i = 0; i < n; ++i) out[i] = weight[i] * (scale * x[i]);
 }
+}  // namespace
+
+SS_CLONED(void, rms_norm, (const float* x, const float* weight, int n, float eps, float* out),
+          (x, weight, n, eps, out))
 
 void rms_norm_scalar(const float* x, const float* weight, int n, float eps, float* out) {
   double ss = 0;

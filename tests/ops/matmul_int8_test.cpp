@@ -13,6 +13,7 @@
 #include "ops/matmul.h"
 #include "ops/matmul_bf16.h"
 #include "random_weights.h"
+#include "util/cpu_features.h"
 
 namespace ss {
 namespace {
@@ -46,8 +47,10 @@ TEST(Int8Matmul, ActivationRoundingStaysWithinHalfAStep) {
     }
 }
 
-// Both kernels (AMX allowed or not), one and two threads, against the twin;
-// and against the exact float path within sum_i |w_i| * d_x / 2 per block.
+// Every int8 kernel this CPU has (each dispatch level in turn: AMX tiles,
+// VNNI alone), one and two threads, against the twin; and against the exact
+// float path within sum_i |w_i| * d_x / 2 per block. Levels without an int8
+// kernel (AVX2 and below) take the float path, checked the same way.
 TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -63,8 +66,6 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
       for (int rows : {1, 5, 17, 67}) {
         std::vector<uint8_t> storage;
         const TensorView w = random_weights(t, rows, cols, rng, storage);
-        if (!int8_matmul_supported(w)) continue;
-        any = true;
         for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33}) {
           std::vector<float> x(static_cast<size_t>(n) * cols);
           for (auto& v : x) v = u(rng);
@@ -84,33 +85,42 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
                 scale[o] += std::fabs(wrow[i] * x[static_cast<size_t>(k) * cols + i]);
               }
           }
-          for (bool amx : {false, true}) {
-            int8_allow_amx(amx);
+          for (CpuLevel level : cpu_levels_to_test()) {
+            ScopedCpuCap cap(level);
+            const MatmulKernel kernel = matmul_kernel(w, n, ActQuant::Int8);
+            any = any || kernel != MatmulKernel::Float;
             for (ThreadPool* pool : {&pool1, &pool2}) {
               std::vector<float> y(twin.size(), NAN);
               matmul(w, x.data(), n, y.data(), *pool, ActQuant::Int8);
               for (size_t o = 0; o < y.size(); ++o) {
+                if (kernel == MatmulKernel::Float) {  // exact path: within float rounding of the reference
+                  ASSERT_NEAR(y[o], exact[o], 2e-6f * scale[o] + 1e-6f)
+                      << cpu_level_name(level) << " " << type_name(static_cast<uint32_t>(t)) << " out=" << o;
+                  continue;
+                }
                 ASSERT_NEAR(y[o], twin[o], 2e-6f * (scale[o] + bound[o]) + 1e-6f)
                     << type_name(static_cast<uint32_t>(t)) << " cols=" << cols << " rows=" << rows << " n=" << n
-                    << " amx=" << amx << " out=" << o;
+                    << " " << matmul_kernel_name(kernel) << " out=" << o;
                 ASSERT_LE(std::fabs(y[o] - exact[o]), bound[o] * 1.0001f + 1e-4f * scale[o] + 1e-6f)
                     << type_name(static_cast<uint32_t>(t)) << " cols=" << cols << " n=" << n << " out=" << o;
               }
             }
           }
-          int8_allow_amx(true);
         }
       }
     }
   }
   std::printf("int8 kernels: %s\n", int8_kernels());
-  if (!any) GTEST_SKIP() << "no int8 kernel on this CPU (needs AVX-512 VNNI)";
+  if (!any) std::printf("no int8 kernel at any level this CPU and cap allow: the float path was checked\n");
 }
 
-// Q4_0 read from its interleaved copy (the layout decode uses): the GEMV
-// against the twin on the plain rows, within float rounding (2e-6 of the
-// sum of |terms|); the AMX and bf16 batch paths, which transpose its
-// blocks back to rows, give exactly what the plain matrix gives.
+// Q4_0 read from its interleaved copy (the layout decode uses), at every
+// dispatch level: each int8 kernel against the twin on the plain rows,
+// within float rounding (2e-6 of the sum of |terms|), and Fast batches
+// within that bound (int8 kernels) or bf16 rounding. Bit-equality with the
+// plain layout only where matmul.h promises it: the AMX tile paths (int8
+// and bf16), which transpose its blocks back to rows. VNNI sums the
+// interleaved blocks in another order, so there it may differ in the last bit.
 TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -138,26 +148,34 @@ TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
             for (int i = 0; i < cols; ++i)
               scale[static_cast<size_t>(k) * rows + r] += std::fabs(wrow[i] * x[static_cast<size_t>(k) * cols + i]);
         }
-        for (bool amx : {false, true}) {
-          int8_allow_amx(amx);
-          for (ThreadPool* pool : {&pool1, &pool2}) {
-            std::vector<float> y(twin.size(), NAN), plain(twin.size(), NAN);
-            matmul(iw, x.data(), n, y.data(), *pool, ActQuant::Int8);
-            matmul(w, x.data(), n, plain.data(), *pool, ActQuant::Int8);
-            for (size_t o = 0; o < y.size(); ++o)
-              ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
-                  << "cols=" << cols << " rows=" << rows << " n=" << n << " amx=" << amx << " out=" << o;
-            if (amx && n >= 4 && std::string(int8_kernels()).starts_with("amx")) {
-              EXPECT_EQ(y, plain) << "n=" << n;
-            }
-            if (n >= 4) {  // bf16 tiles where the CPU has them, else int8 again
-              matmul(iw, x.data(), n, y.data(), *pool, ActQuant::Fast);
-              matmul(w, x.data(), n, plain.data(), *pool, ActQuant::Fast);
-              EXPECT_EQ(y, plain) << "fast n=" << n;
+        for (CpuLevel level : cpu_levels_to_test()) {
+          ScopedCpuCap cap(level);
+          if (!int8_matmul_supported(w)) continue;  // no int8 kernel at this level
+          for (ActQuant aq : {ActQuant::Int8, ActQuant::Fast}) {
+            const MatmulKernel kernel = matmul_kernel(w, n, aq);
+            for (ThreadPool* pool : {&pool1, &pool2}) {
+              std::vector<float> y(twin.size(), NAN), plain(twin.size(), NAN);
+              matmul(iw, x.data(), n, y.data(), *pool, aq);
+              matmul(w, x.data(), n, plain.data(), *pool, aq);
+              const std::string what = std::string(matmul_kernel_name(kernel)) + " cols=" + std::to_string(cols) +
+                                       " rows=" + std::to_string(rows) + " n=" + std::to_string(n);
+              if (kernel == MatmulKernel::Bf16Amx) {
+                std::vector<float> ref(twin.size());
+                matmul_bf16_reference(w, x.data(), n, ref.data());
+                for (size_t o = 0; o < y.size(); ++o)  // the bound of matmul_bf16_test.cpp
+                  ASSERT_NEAR(y[o], ref[o], static_cast<float>(cols) * 0x1p-23f * scale[o] * 1.01f + 1e-30f)
+                      << what << " out=" << o;
+              } else {
+                ASSERT_NE(kernel, MatmulKernel::Float) << what;
+                for (size_t o = 0; o < y.size(); ++o) {
+                  ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " out=" << o;
+                  ASSERT_NEAR(plain[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " plain out=" << o;
+                }
+              }
+              if (kernel == MatmulKernel::Int8Amx || kernel == MatmulKernel::Bf16Amx) EXPECT_EQ(y, plain) << what;
             }
           }
         }
-        int8_allow_amx(true);
       }
     }
   }

@@ -1,0 +1,84 @@
+#pragma once
+// What this CPU offers, and how much of it this process may use.
+//
+// Every kernel that picks an instruction set asks cpu_usable() here (the
+// Highway matmuls, the vector clones in ops/clones.h, the int8 VNNI/AMX and
+// bf16 AMX kernels), so one cap moves all of them together: the environment
+// variable SINKSTREAM_CPU (read once, at first use) or set_cpu_cap() makes a
+// machine run the code paths of a lesser one. CI runs the test suite again
+// under `avx2`, and under `avx512` where the CPU has AMX, so every dispatch
+// level is exercised on whatever machine it lands on; a bug report can name
+// the level that shows it.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace ss {
+
+// Feature bits. Each means "the CPU has it and the OS saves its state"; the
+// AMX bits also mean Linux granted this process the tile data (arch_prctl).
+enum CpuFeature : uint32_t {
+  kCpuSse4 = 1u << 0,        // SSE4.1 + SSE4.2 + SSSE3
+  kCpuAvx2 = 1u << 1,        // AVX2 + FMA + F16C (every AVX2 CPU has the three)
+  kCpuAvx512 = 1u << 2,      // AVX-512 F + BW + VL + DQ
+  kCpuAvx512Vnni = 1u << 3,  // AVX512_VNNI (int8 dot products)
+  kCpuAvx512Bf16 = 1u << 4,  // AVX512_BF16 (bf16 dot products)
+  kCpuAmxInt8 = 1u << 5,     // AMX-TILE + AMX-INT8, tiles permitted
+  kCpuAmxBf16 = 1u << 6,     // AMX-TILE + AMX-BF16, tiles permitted
+};
+
+// Caps, weakest first. Each allows the features of the one before plus its
+// own: Sse4 (x86-64 baseline + SSE4), Avx2 (+ AVX2/FMA/F16C), Avx512 (+ all
+// AVX-512 extensions, no AMX: a Zen 4/5 or Ice Lake profile), Native
+// (everything detected, AMX included).
+enum class CpuLevel { Sse4, Avx2, Avx512, Native };
+
+// Names as SINKSTREAM_CPU spells them: "sse4", "avx2", "avx512", "native".
+const char* cpu_level_name(CpuLevel level);
+Result<CpuLevel> parse_cpu_level(std::string_view name);
+
+// What the CPU and OS offer, detected once.
+uint32_t cpu_detected();
+// What kernels may use now: cpu_detected() within the cap.
+uint32_t cpu_usable();
+inline bool cpu_usable(CpuFeature f) { return (cpu_usable() & f) != 0; }
+
+// The cap in force: SINKSTREAM_CPU when set and valid, else Native (an
+// invalid value is reported by cpu_cap_error() and ignored).
+CpuLevel cpu_cap();
+// "SINKSTREAM_CPU=...: ..." when the variable held something unknown, else "".
+std::string cpu_cap_error();
+// Replaces the cap (tests, and a command-line choice). Kernels pick it up at
+// their next call; no call may be in flight on another thread meanwhile.
+void set_cpu_cap(CpuLevel level);
+// Bumped by every set_cpu_cap: dispatchers that cache a choice (Highway's
+// chosen target) compare it with the generation they applied.
+uint32_t cpu_cap_generation();
+
+// The cap in force and every weaker one that changes what is usable,
+// strongest first (on a Zen 5 at native: native, avx2, sse4; with AMX:
+// native, avx512, avx2, sse4): the dispatch levels tests walk through with
+// ScopedCpuCap. Never above the cap, so SINKSTREAM_CPU bounds tests too.
+std::vector<CpuLevel> cpu_levels_to_test();
+
+// The features in `bits` as a space-separated list ("AVX2 AVX512 ...").
+std::string cpu_feature_names(uint32_t bits);
+// The CPU's brand string ("AMD EPYC 9B45"), or "unknown".
+std::string cpu_model_name();
+
+// Tests: sets the cap for a scope and restores the previous one after.
+class ScopedCpuCap {
+ public:
+  explicit ScopedCpuCap(CpuLevel level) : prev_(cpu_cap()) { set_cpu_cap(level); }
+  ~ScopedCpuCap() { set_cpu_cap(prev_); }
+  ScopedCpuCap(const ScopedCpuCap&) = delete;
+  ScopedCpuCap& operator=(const ScopedCpuCap&) = delete;
+
+ private:
+  CpuLevel prev_;
+};
+
+}  // namespace ss
