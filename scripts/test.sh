@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds sinkstream and runs every test:
 #  1. Release build: the whole suite (unit, golden, CLI, server, fault, e2e,
-#     fuzz-regression replays).
+#     fuzz-regression replays), once at the CPU's native level and again
+#     under each lower dispatch level (SINKSTREAM_CPU=avx512 where the CPU
+#     has AMX, then avx2), so every kernel family this machine can run is
+#     exercised end to end, whichever CPU CI lands on.
 #  2. Debug + ASan/UBSan build: the same suite but the 200k-token long run and
 #     the full golden-NLL sweeps (tens of minutes under ASan, no code path the
 #     other runtime tests miss).
@@ -20,7 +23,20 @@ bash scripts/install_deps.sh --test
 jobs="$(nproc)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$jobs"
+./build/release/sinkstream system-info
 ctest --preset release -j"$jobs"
+# The same suite at the lower dispatch levels (see src/util/cpu_features.h):
+# without AMX (only where AMX is usable, else it equals the native run) and
+# at AVX2 (no AVX-512, no int8/bf16 kernels). The ops tests walk every level
+# below the cap in-process as well.
+levels=()
+if ./build/release/sinkstream system-info | grep -q '^usable:.*AMX'; then levels+=(avx512); fi
+if ./build/release/sinkstream system-info | grep -q '^usable:.*AVX2'; then levels+=(avx2); fi
+for level in "${levels[@]}"; do
+  echo "== Release suite under SINKSTREAM_CPU=$level"
+  SINKSTREAM_CPU=$level ./build/release/sinkstream system-info | grep -E '^(cap|float|vector|int8|fast)'
+  SINKSTREAM_CPU=$level ctest --preset release -j"$jobs"
+done
 if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
   cmake --preset debug-asan >/dev/null
   cmake --build --preset debug-asan -j"$jobs"

@@ -101,6 +101,17 @@ class MakeModelCommand {
   std::string output_;
 };
 
+class SystemInfoCommand {
+ public:
+  explicit SystemInfoCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  bool json_ = false;
+};
+
 class ServeCommand {
  public:
   explicit ServeCommand(CLI::App& app);

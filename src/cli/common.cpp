@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "model/story_text.h"
+#include "ops/kernel_report.h"
 #include "runtime/kernel_layouts.h"
 #include "util/mapped_file.h"
 
@@ -35,6 +36,9 @@ void ModelFlags::add(CLI::App& app) {
 }
 
 Result<std::shared_ptr<const Model>> ModelFlags::load() const {
+  // Which kernels run, before anything else: a log or a bug report says which path ran.
+  std::fprintf(stderr, "system_info: %s | threads %d | act-quant %s\n", format_kernel_report(kernel_report()).c_str(),
+               threads, act_quant.c_str());
   SS_ASSIGN_OR_RETURN(auto m, load_model(ModelLoadOptions{model, tokenizer}));
   return with_kernel_layouts(std::move(m), activation_quant());  // once, shared by every engine
 }
@@ -76,6 +80,18 @@ Result<std::string> read_eval_text(const std::string& path, bool raw) {
 int fail(const std::string& msg) {
   std::fprintf(stderr, "error: %s\n", msg.c_str());
   return 1;
+}
+
+std::string version_string() {
+  std::string compiler =
+#if defined(__clang__)
+      "clang " __clang_version__;
+#elif defined(__GNUC__)
+      "GCC " __VERSION__;
+#else
+      "unknown compiler";
+#endif
+  return std::string("sinkstream ") + SS_VERSION + " (" + compiler + ", " + SS_BUILD_TYPE + ")";
 }
 
 std::string format_rate(double v) {

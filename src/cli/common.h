@@ -39,6 +39,9 @@ struct PolicyFlags {
 
 std::string format_rate(double per_second);
 
+// "sinkstream 0.9.0 (GCC 12.2.0, Release)".
+std::string version_string();
+
 // An evaluation text file: as-is with raw, else TinyStories stories joined
 // as STREAMING.md defines.
 Result<std::string> read_eval_text(const std::string& path, bool raw);

@@ -3,26 +3,35 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "ops/kernel_report.h"
+#include "util/cpu_features.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"sinkstream — LLM inference with attention sinks (StreamingLLM)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", [] {
+    return ss::cli::version_string() + "\nsystem_info: " + ss::format_kernel_report(ss::kernel_report());
+  });
   ss::cli::GenerateCommand generate(app);
   ss::cli::PerplexityCommand perplexity(app);
   ss::cli::AttentionCommand attention(app);
   ss::cli::BenchCommand bench(app);
   ss::cli::ServeCommand serve(app);
   ss::cli::MakeModelCommand make_model(app);
+  ss::cli::SystemInfoCommand system_info(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // A mistyped cap must not silently run other kernels than the user asked for.
+  if (const std::string err = ss::cpu_cap_error(); !err.empty()) return ss::cli::fail(err);
   if (generate.selected()) return generate.run();
   if (perplexity.selected()) return perplexity.run();
   if (attention.selected()) return attention.run();
   if (bench.selected()) return bench.run();
   if (serve.selected()) return serve.run();
   if (make_model.selected()) return make_model.run();
+  if (system_info.selected()) return system_info.run();
   return 1;
 }

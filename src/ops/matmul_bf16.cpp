@@ -268,6 +268,7 @@ void pack_acts_bf16(const float* x, int n, int64_t cols, Bf16Acts& out) {
   pack_acts_simd(x, n, cols, out.packed.data());
 }
 
+bool bf16_tiles_usable() { return amx_bf16_enabled(); }
 bool bf16_matmul_supported(const TensorView& w) { return bf16_type(w.type) && w.ne0 % 32 == 0 && amx_bf16_enabled(); }
 
 void matmul_bf16_rows(const TensorView& w, const Bf16Acts& xb, float* y, int64_t r0, int64_t r1) {
@@ -278,6 +279,7 @@ void matmul_bf16_rows(const TensorView& w, const Bf16Acts& xb, float* y, int64_t
 #else
 
 void pack_acts_bf16(const float*, int, int64_t, Bf16Acts&) { SS_CHECK(false && "no AMX-BF16 on this CPU"); }
+bool bf16_tiles_usable() { return false; }
 bool bf16_matmul_supported(const TensorView&) { return false; }
 void matmul_bf16_rows(const TensorView&, const Bf16Acts&, float*, int64_t, int64_t) {
   SS_CHECK(false && "no AMX-BF16 on this CPU");

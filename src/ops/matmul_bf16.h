@@ -31,6 +31,8 @@ struct Bf16Acts {
 };
 void pack_acts_bf16(const float* x, int n, int64_t cols, Bf16Acts& out);
 
+// This CPU has AMX-BF16 tiles and the cap (util/cpu_features.h) allows them.
+bool bf16_tiles_usable();
 // W's type and row length fit, and this CPU and kernel allow AMX-BF16.
 bool bf16_matmul_supported(const TensorView& w);
 // Rows [r0, r1) of Y = X · Wᵀ; Y [n x rows]; r0 a multiple of 16.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "format/ggml_types.h"
 #include "format/gguf.h"
@@ -18,8 +19,10 @@ struct Run {
   std::string out;
 };
 
-Run run(const std::string& args, bool merge_stderr = false) {
-  const std::string cmd = std::string(SS_CLI_BINARY) + " " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+// raw: args is the whole command line (e.g. with an `env` prefix).
+Run run(const std::string& args, bool merge_stderr = false, bool raw = false) {
+  const std::string cmd =
+      (raw ? "" : std::string(SS_CLI_BINARY) + " ") + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -78,6 +81,44 @@ TEST(Cli, BadInputGivesClearErrorsNotCrashes) {
   EXPECT_NE(c.out.find("invalid policy"), std::string::npos);
   auto d = run("generate --temp -1 -n 3" + m, true);
   EXPECT_EQ(d.rc, 1);
+}
+
+// The kernel report follows the cap, whatever this machine is: a capped
+// process names no kernel above its cap, and a bad cap is an error.
+TEST(Cli, SystemInfoFollowsTheCpuCap) {
+  auto info = [](const std::string& cap) {
+    auto r = run((cap.empty() ? "" : "env SINKSTREAM_CPU=" + cap + " ") + std::string(SS_CLI_BINARY) +
+                     " system-info --json",
+                 false, /*raw=*/true);
+    EXPECT_EQ(r.rc, 0) << cap;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto avx2 = info("avx2");
+  EXPECT_EQ(avx2["cap"], "avx2");
+  EXPECT_EQ(avx2["cap_from_env"], true);
+  EXPECT_EQ(avx2["usable"].get<std::string>().find("AVX512"), std::string::npos);
+  EXPECT_EQ(avx2["float_matmul"].get<std::string>().find("AVX3"), std::string::npos);
+  EXPECT_NE(avx2["vector_ops"], "avx512");
+  for (const char* k : {"int8_decode", "int8_batches", "fast_batches"}) EXPECT_EQ(avx2[k], "float") << k;
+  const auto sse4 = info("sse4");
+  EXPECT_EQ(sse4["vector_ops"], "baseline");
+  EXPECT_EQ(sse4["float_matmul"].get<std::string>().find("AVX"), std::string::npos);
+  const auto avx512 = info("avx512");
+  EXPECT_NE(avx512["int8_batches"], "amx-int8");
+  EXPECT_NE(avx512["fast_batches"], "amx-bf16");
+
+  auto bad = run("env SINKSTREAM_CPU=avx3 " + std::string(SS_CLI_BINARY) + " system-info", true, /*raw=*/true);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("SINKSTREAM_CPU=avx3: unknown CPU level"), std::string::npos) << bad.out;
+  auto version = run("--version");
+  EXPECT_EQ(version.rc, 0);
+  EXPECT_EQ(version.out.rfind("sinkstream ", 0), 0u) << version.out;
+  EXPECT_NE(version.out.find("system_info: cpu "), std::string::npos) << version.out;
+  // Commands that load a model say which kernels they run, on stderr only.
+  const std::string m = " -m " + test::shared("models/stories260K/stories260K.gguf");
+  auto gen = run("generate -n 3 --temp 0" + m, true);
+  EXPECT_NE(gen.out.find("system_info: cpu "), std::string::npos) << gen.out;
+  EXPECT_EQ(run("generate -n 3 --temp 0" + m).out.find("system_info"), std::string::npos);
 }
 
 TEST(Cli, SinksGenerationRunsPastTheWindow) {

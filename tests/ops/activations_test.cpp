@@ -1,5 +1,5 @@
 // SwiGLU against its libm twin at odd sizes, over the range where exp is
-// clamped too, in place too.
+// clamped too, in place too, in every clone the CPU and the cap allow.
 #include "ops/activations.h"
 
 #include <gtest/gtest.h>
@@ -8,10 +8,13 @@
 #include <random>
 #include <vector>
 
+#include "ops/clones.h"
+#include "util/cpu_features.h"
+
 namespace ss {
 namespace {
 
-TEST(Swiglu, MatchesScalarTwinAtOddSizes) {
+void check_MatchesScalarTwinAtOddSizes() {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0, 4);
   for (int n : {1, 3, 15, 16, 17, 33, 100, 5632, 5633}) {
@@ -30,6 +33,15 @@ TEST(Swiglu, MatchesScalarTwinAtOddSizes) {
       ASSERT_NEAR(a[i], b[i], 1e-6f * std::fabs(b[i]) + 1e-30f) << "n=" << n << " i=" << i << " g=" << g[i];
     swiglu(g.data(), u.data(), n, g.data());  // in place, as the engine calls it
     for (int i = 0; i < n; ++i) ASSERT_EQ(g[i], a[i]);
+  }
+}
+
+TEST(Swiglu, MatchesScalarTwinAtOddSizes) {
+  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
+    ScopedCpuCap cap(level);
+    SCOPED_TRACE(clone_level_name());
+    check_MatchesScalarTwinAtOddSizes();
+    if (HasFatalFailure()) return;
   }
 }
 

@@ -1,5 +1,5 @@
-// Attention kernels (dispatched: AVX-512, AVX2 or baseline) against their scalar twins
-// at odd sizes and strides.
+// Attention kernels against their scalar twins at odd sizes and strides, in
+// every clone (AVX-512, AVX2, baseline) the CPU and the cap allow.
 #include "ops/attention.h"
 
 #include <gtest/gtest.h>
@@ -7,10 +7,13 @@
 #include <cmath>
 #include <random>
 
+#include "ops/clones.h"
+#include "util/cpu_features.h"
+
 namespace ss {
 namespace {
 
-TEST(AttentionKernels, SoftmaxExpIsAccurateOverItsRange) {
+void check_SoftmaxExpIsAccurateOverItsRange() {
   // Scores far apart: the fast exp must match libm to ~2e-7 relative.
   for (float spread : {0.1f, 5.0f, 30.0f, 100.0f}) {
     std::vector<float> x(37), y;
@@ -22,7 +25,16 @@ TEST(AttentionKernels, SoftmaxExpIsAccurateOverItsRange) {
   }
 }
 
-TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) {
+TEST(AttentionKernels, SoftmaxExpIsAccurateOverItsRange) {
+  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
+    ScopedCpuCap cap(level);
+    SCOPED_TRACE(clone_level_name());
+    check_SoftmaxExpIsAccurateOverItsRange();
+    if (HasFatalFailure()) return;
+  }
+}
+
+void check_MatchScalarTwinsAtOddSizes() {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
   for (int hd : {1, 3, 8, 13, 64, 67}) {
@@ -54,6 +66,15 @@ TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) {
   }
 }
 
+TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) {
+  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
+    ScopedCpuCap cap(level);
+    SCOPED_TRACE(clone_level_name());
+    check_MatchScalarTwinsAtOddSizes();
+    if (HasFatalFailure()) return;
+  }
+}
+
 }  // namespace
 }  // namespace ss
 
@@ -65,7 +86,7 @@ namespace {
 // Two K layouts: columns just past the keys (chunks that would run past
 // them are copied out) and whole 16-column chunks whose unused columns hold
 // NaN (read, and must be masked).
-TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
+void check_OnlineSoftmaxOverRunsMatchesTwoPassTwin() {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-3, 3);
   for (int hd : {8, 13, 16, 64, 128}) {
@@ -101,6 +122,15 @@ TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
         }
       }
     }
+  }
+}
+
+TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
+  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
+    ScopedCpuCap cap(level);
+    SCOPED_TRACE(clone_level_name());
+    check_OnlineSoftmaxOverRunsMatchesTwoPassTwin();
+    if (HasFatalFailure()) return;
   }
 }
 

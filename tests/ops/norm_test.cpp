@@ -1,4 +1,5 @@
-// RMSNorm against its double-precision scalar twin at odd sizes, in place too.
+// RMSNorm against its double-precision scalar twin at odd sizes, in place too,
+// in every clone the CPU and the cap allow.
 #include "ops/norm.h"
 
 #include <gtest/gtest.h>
@@ -6,10 +7,13 @@
 #include <random>
 #include <vector>
 
+#include "ops/clones.h"
+#include "util/cpu_features.h"
+
 namespace ss {
 namespace {
 
-TEST(RmsNorm, MatchesScalarTwinAtOddSizes) {
+void check_MatchesScalarTwinAtOddSizes() {
   std::mt19937 rng(2);
   std::normal_distribution<float> nd(0, 2);
   for (int n : {1, 3, 7, 8, 9, 15, 17, 64, 100, 288, 2049}) {
@@ -21,6 +25,15 @@ TEST(RmsNorm, MatchesScalarTwinAtOddSizes) {
     for (int i = 0; i < n; ++i) ASSERT_NEAR(a[i], b[i], 1e-5f * (1 + std::fabs(b[i]))) << "n=" << n << " i=" << i;
     rms_norm(x.data(), w.data(), n, 1e-5f, x.data());  // in place
     for (int i = 0; i < n; ++i) ASSERT_EQ(x[i], a[i]);
+  }
+}
+
+TEST(RmsNorm, MatchesScalarTwinAtOddSizes) {
+  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
+    ScopedCpuCap cap(level);
+    SCOPED_TRACE(clone_level_name());
+    check_MatchesScalarTwinAtOddSizes();
+    if (HasFatalFailure()) return;
   }
 }
 

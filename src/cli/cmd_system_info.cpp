@@ -1,0 +1,49 @@
+// system-info: the CPU, the cap and the kernels this process would run.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "ops/kernel_report.h"
+
+namespace ss::cli {
+
+SystemInfoCommand::SystemInfoCommand(CLI::App& app) {
+  sub_ = app.add_subcommand("system-info",
+                            "print the CPU, its features, the SINKSTREAM_CPU cap and the kernels each path uses");
+  sub_->add_flag("--json", json_, "print as JSON");
+}
+
+int SystemInfoCommand::run() {
+  const KernelReport r = kernel_report();
+  if (!json_) {
+    std::printf("version:      %s\n", version_string().c_str());
+    std::printf("cpu:          %s\n", r.cpu.c_str());
+    std::printf("detected:     %s\n", r.detected.c_str());
+    std::printf("cap:          %s%s\n", r.cap.c_str(),
+                r.cap_from_env ? " (from SINKSTREAM_CPU)" : " (SINKSTREAM_CPU=native|avx512|avx2|sse4 lowers it)");
+    std::printf("usable:       %s\n", r.usable.c_str());
+    std::printf("float matmul: %s (Highway; --act-quant none, and every type without an int8 kernel)\n",
+                r.float_matmul.c_str());
+    std::printf("vector ops:   %s (RMSNorm, softmax, fused attention, SwiGLU)\n", r.vector_ops.c_str());
+    std::printf("int8 decode:  %s (--act-quant int8/fast, 1-3 rows)\n", r.int8_decode.c_str());
+    std::printf("int8 batches: %s (--act-quant int8, 4+ rows)\n", r.int8_batches.c_str());
+    std::printf("fast batches: %s (--act-quant fast, 4+ rows of Q4_0/Q8_0)\n", r.bf16_batches.c_str());
+    return 0;
+  }
+  nlohmann::json j;
+  j["version"] = version_string();
+  j["cpu"] = r.cpu;
+  j["detected"] = r.detected;
+  j["cap"] = r.cap;
+  j["cap_from_env"] = r.cap_from_env;
+  j["usable"] = r.usable;
+  j["float_matmul"] = r.float_matmul;
+  j["vector_ops"] = r.vector_ops;
+  j["int8_decode"] = r.int8_decode;
+  j["int8_batches"] = r.int8_batches;
+  j["fast_batches"] = r.bf16_batches;
+  std::printf("%s\n", j.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace ss::cli

@@ -1,0 +1,38 @@
+#include "ops/kernel_report.h"
+
+#include <cstdlib>
+
+#include "ops/clones.h"
+#include "ops/matmul_bf16.h"
+#include "ops/matmul_int8.h"
+#include "ops/matmul_kernels.h"
+#include "util/cpu_features.h"
+
+namespace ss {
+
+KernelReport kernel_report() {
+  KernelReport r;
+  r.cpu = cpu_model_name();
+  r.detected = cpu_feature_names(cpu_detected());
+  r.cap = cpu_level_name(cpu_cap());
+  const char* env = std::getenv("SINKSTREAM_CPU");
+  r.cap_from_env = env != nullptr && *env != '\0' && cpu_cap_error().empty();
+  r.usable = cpu_feature_names(cpu_usable());
+  r.float_matmul = simd_active_target();
+  r.vector_ops = clone_level_name();
+  // Asked of the int8 and bf16 dispatchers themselves, so the report cannot
+  // name a kernel that does not run.
+  const std::string int8 = int8_kernels();
+  r.int8_decode = int8 == "none" ? "float" : "avx512-vnni";
+  r.int8_batches = int8 == "none" ? "float" : int8.starts_with("amx") ? "amx-int8" : "avx512-vnni";
+  r.bf16_batches = bf16_tiles_usable() ? "amx-bf16" : r.int8_batches;
+  return r;
+}
+
+std::string format_kernel_report(const KernelReport& r) {
+  return "cpu " + r.cpu + " (" + r.detected + ") | cap " + r.cap + (r.cap_from_env ? " (SINKSTREAM_CPU)" : "") +
+         " | float matmul " + r.float_matmul + " | vector ops " + r.vector_ops + " | int8 decode " + r.int8_decode +
+         ", batches " + r.int8_batches + " | fast batches " + r.bf16_batches;
+}
+
+}  // namespace ss

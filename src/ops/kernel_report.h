@@ -1,0 +1,28 @@
+#pragma once
+// Which kernels this process runs, and why: the CPU, what it offers, the cap
+// (util/cpu_features.h) and each dispatcher's choice under it. Printed by
+// `sinkstream --version` / `system-info` and at the start of every command
+// that loads a model (as llama.cpp's system_info line), so a bug report or a
+// benchmark says which path ran.
+#include <string>
+
+namespace ss {
+
+struct KernelReport {
+  std::string cpu;            // brand string
+  std::string detected;       // features the CPU and OS offer
+  std::string cap;            // "native", "avx512", "avx2", "sse4"
+  bool cap_from_env = false;  // SINKSTREAM_CPU set it
+  std::string usable;         // features within the cap
+  std::string float_matmul;   // Highway target: "AVX3", "AVX2", ...
+  std::string vector_ops;     // clone of norm/softmax/attention/SwiGLU: "avx512", "avx2", "baseline"
+  std::string int8_decode;    // --act-quant int8/fast, 1-3 rows: "avx512-vnni" or "float"
+  std::string int8_batches;   // 4+ rows: "amx-int8", "avx512-vnni" or "float"
+  std::string bf16_batches;   // --act-quant fast, 4+ rows of Q4_0/Q8_0: "amx-bf16" or what runs instead
+};
+
+KernelReport kernel_report();
+// One line: "cpu ... | cap ... | float AVX3 | vector avx512 | int8 ... | bf16 ...".
+std::string format_kernel_report(const KernelReport& r);
+
+}  // namespace ss
