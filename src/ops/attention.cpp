@@ -74,8 +74,8 @@ SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const float* k_cols, in
 }  // namespace
 
 namespace {
-SS_CLONE_IMPL void attn_scores_impl(const float* q, const float* k_cols, int col_stride, int count, int hd,
-                                    float scale, float* scores) {
+SS_CLONE_IMPL void attn_scores_impl(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale,
+                                    float* scores) {
   int r0 = 0;
   for (; r0 + kChunk <= count; r0 += kChunk) {
     const Lanes s = chunk_scores<0>(q, k_cols + r0, col_stride, hd, scale);
@@ -281,8 +281,8 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
 }
 
 SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
-                                           const float* v_rows, int v_stride, int first, int count, int hd,
-                                           float scale, float* m, float* l, float* acc, float* scratch) {
+                                           const float* v_rows, int v_stride, int first, int count, int hd, float scale,
+                                           float* m, float* l, float* acc, float* scratch) {
 #define SS_ONLINE(HD) \
   online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch)
   switch (hd) {

@@ -18,17 +18,17 @@
 #define SS_CLONE_IMPL [[maybe_unused]] static __attribute__((always_inline)) inline
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define SS_CLONED(ret, name, params, args)                                                                      \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))) static ret name##_avx512 params {   \
-    return name##_impl args;                                                                                    \
-  }                                                                                                             \
-  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_impl args; }          \
-  static ret name##_base params { return name##_impl args; }                                                    \
-  ret name params {                                                                                             \
-    const uint32_t f = ::ss::cpu_usable();                                                                      \
-    if (f & ::ss::kCpuAvx512) return name##_avx512 args;                                                        \
-    if (f & ::ss::kCpuAvx2) return name##_avx2 args;                                                            \
-    return name##_base args;                                                                                    \
+#define SS_CLONED(ret, name, params, args)                                                                 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))) static ret name##_avx512 params { \
+    return name##_impl args;                                                                               \
+  }                                                                                                        \
+  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_impl args; }      \
+  static ret name##_base params { return name##_impl args; }                                               \
+  ret name params {                                                                                        \
+    const uint32_t f = ::ss::cpu_usable();                                                                 \
+    if (f & ::ss::kCpuAvx512) return name##_avx512 args;                                                   \
+    if (f & ::ss::kCpuAvx2) return name##_avx2 args;                                                       \
+    return name##_base args;                                                                               \
   }
 #else
 #define SS_CLONED(ret, name, params, args) \

@@ -5,6 +5,12 @@
 // one vcvtph2ps yields the 16 rows' block scales. Same bytes as Q4_0 (18
 // per 32 weights), so a matrix read per token costs the same memory.
 //
+// Results (matmul.h, MatmulKernel): the AMX paths (int8 and bf16 tiles)
+// transpose a group back to rows and give the plain matrix's bits exactly;
+// the VNNI GEMV sums a row's blocks in another order than on plain rows, so
+// there interleaved and plain agree within float rounding, not bit for bit.
+// Without AMX (Zen 4/5, Ice Lake) every batch takes VNNI.
+//
 // Layout of a [rows x cols] matrix (rows % 16 == 0, cols % 32 == 0; nb =
 // cols / 32): group g = rows 16g..16g+15, block b at byte (g * nb + b) * 288:
 //   [0, 32)    the 16 rows' f16 scales d, row m at 2m;

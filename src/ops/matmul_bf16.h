@@ -5,7 +5,9 @@
 // 2^-8 of itself), products summed in float inside the tiles. Unlike int8
 // tiles, a bf16 tile product needs no per-block scaling, so the sums stay
 // in the tiles for the whole row: about three times the int8 tiles' rate
-// for batches. Used by ActQuant::Fast for 4 or more activation rows.
+// for batches. Used by ActQuant::Fast for 4 or more activation rows where
+// the CPU has AMX-BF16 (Sapphire Rapids and later) and the cap allows it;
+// elsewhere Fast batches take the int8 kernels (matmul.h).
 #include <cstdint>
 #include <vector>
 

@@ -834,9 +834,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
     vnni_matmul<GgmlType::Q8_0>(w, xq, y, r0, r1);
 }
 
-bool int8_uses_amx(const TensorView& w, int n) {
-  return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K;
-}
+bool int8_uses_amx(const TensorView& w, int n) { return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K; }
 
 const char* int8_kernels() {
   if (!cpu_has_vnni()) return "none";

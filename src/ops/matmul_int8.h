@@ -13,8 +13,10 @@
 // Kernels: AVX-512 VNNI (64 multiply-adds per instruction) for one to a few
 // activation rows, AMX int8 tiles (16 x 16 x 32 per instruction) for batches
 // (not Q6_K, whose scales change every 16 weights: VNNI for every batch);
-// matmul_int8_reference is their scalar twin. Where the CPU has neither,
-// int8_matmul_supported() is false and callers keep the float path.
+// matmul_int8_reference is their scalar twin. Where the CPU (or the cap of
+// util/cpu_features.h: avx2, sse4) has no VNNI, int8_matmul_supported() is
+// false and callers keep the float path. What is bit-equal to what on each
+// kernel is stated once, in matmul.h (MatmulKernel).
 #include <cstdint>
 #include <vector>
 

@@ -16,8 +16,7 @@ SS_CLONE_IMPL void rms_norm_impl(const float* x, const float* weight, int n, flo
 }
 }  // namespace
 
-SS_CLONED(void, rms_norm, (const float* x, const float* weight, int n, float eps, float* out),
-          (x, weight, n, eps, out))
+SS_CLONED(void, rms_norm, (const float* x, const float* weight, int n, float eps, float* out), (x, weight, n, eps, out))
 
 void rms_norm_scalar(const float* x, const float* weight, int n, float eps, float* out) {
   double ss = 0;

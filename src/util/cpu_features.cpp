@@ -170,10 +170,13 @@ std::vector<CpuLevel> cpu_levels_to_test() {
 }
 
 std::string cpu_feature_names(uint32_t bits) {
-  static const std::pair<CpuFeature, const char*> kNames[] = {
-      {kCpuSse4, "SSE4"},           {kCpuAvx2, "AVX2"},           {kCpuAvx512, "AVX512"},
-      {kCpuAvx512Vnni, "AVX512_VNNI"}, {kCpuAvx512Bf16, "AVX512_BF16"}, {kCpuAmxInt8, "AMX_INT8"},
-      {kCpuAmxBf16, "AMX_BF16"}};
+  static const std::pair<CpuFeature, const char*> kNames[] = {{kCpuSse4, "SSE4"},
+                                                              {kCpuAvx2, "AVX2"},
+                                                              {kCpuAvx512, "AVX512"},
+                                                              {kCpuAvx512Vnni, "AVX512_VNNI"},
+                                                              {kCpuAvx512Bf16, "AVX512_BF16"},
+                                                              {kCpuAmxInt8, "AMX_INT8"},
+                                                              {kCpuAmxBf16, "AMX_BF16"}};
   std::string out;
   for (const auto& [f, name] : kNames) {
     if (!(bits & f)) continue;

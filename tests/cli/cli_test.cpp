@@ -87,9 +87,9 @@ TEST(Cli, BadInputGivesClearErrorsNotCrashes) {
 // process names no kernel above its cap, and a bad cap is an error.
 TEST(Cli, SystemInfoFollowsTheCpuCap) {
   auto info = [](const std::string& cap) {
-    auto r = run((cap.empty() ? "" : "env SINKSTREAM_CPU=" + cap + " ") + std::string(SS_CLI_BINARY) +
-                     " system-info --json",
-                 false, /*raw=*/true);
+    auto r =
+        run((cap.empty() ? "" : "env SINKSTREAM_CPU=" + cap + " ") + std::string(SS_CLI_BINARY) + " system-info --json",
+            false, /*raw=*/true);
     EXPECT_EQ(r.rc, 0) << cap;
     return nlohmann::json::parse(r.out);
   };

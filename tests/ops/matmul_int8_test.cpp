@@ -99,8 +99,8 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
                   continue;
                 }
                 ASSERT_NEAR(y[o], twin[o], 2e-6f * (scale[o] + bound[o]) + 1e-6f)
-                    << type_name(static_cast<uint32_t>(t)) << " cols=" << cols << " rows=" << rows << " n=" << n
-                    << " " << matmul_kernel_name(kernel) << " out=" << o;
+                    << type_name(static_cast<uint32_t>(t)) << " cols=" << cols << " rows=" << rows << " n=" << n << " "
+                    << matmul_kernel_name(kernel) << " out=" << o;
                 ASSERT_LE(std::fabs(y[o] - exact[o]), bound[o] * 1.0001f + 1e-4f * scale[o] + 1e-6f)
                     << type_name(static_cast<uint32_t>(t)) << " cols=" << cols << " n=" << n << " out=" << o;
               }
@@ -129,7 +129,7 @@ TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
     for (int rows : {16, 48, 80}) {
       std::vector<uint8_t> storage;
       const TensorView w = random_weights(GgmlType::Q4_0, rows, cols, rng, storage);
-      if (!int8_matmul_supported(w)) GTEST_SKIP() << "no int8 kernel on this CPU";
+      if (!int8_matmul_supported(w)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
       std::vector<uint8_t> copy(interleaved_bytes(w));
       interleave_q4_0(w, copy.data());
       TensorView iw = w;
@@ -182,7 +182,8 @@ TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
 }
 
 // Matrices sharing one input in one pass (q/k/v, gate/up) give exactly what
-// each gives alone, decode and batch, one and two threads.
+// each gives alone (matmul.h promises it for every int8 kernel), decode and
+// batch, one and two threads, on each int8 kernel this CPU has.
 TEST(Int8Matmul, SharedInputPassEqualsSeparateMatmuls) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -191,21 +192,27 @@ TEST(Int8Matmul, SharedInputPassEqualsSeparateMatmuls) {
   const TensorView w[3] = {random_weights(GgmlType::Q4_0, 67, 256, rng, s0),
                            random_weights(GgmlType::Q8_0, 5, 256, rng, s1),
                            random_weights(GgmlType::Q4_0, 130, 256, rng, s2)};
-  if (!int8_matmul_supported(w[0])) GTEST_SKIP() << "no int8 kernel on this CPU";
-  for (int n : {1, 3, 9, 33}) {
-    std::vector<float> x(static_cast<size_t>(n) * 256);
-    for (auto& v : x) v = u(rng);
-    for (ThreadPool* pool : {&pool1, &pool2}) {
-      std::vector<float> alone[3], shared[3];
-      MatmulOut outs[3];
-      for (int i = 0; i < 3; ++i) {
-        alone[i].assign(static_cast<size_t>(n * w[i].ne1), NAN);
-        shared[i].assign(alone[i].size(), NAN);
-        matmul(w[i], x.data(), n, alone[i].data(), *pool, ActQuant::Int8);
-        outs[i] = {&w[i], shared[i].data()};
+  if (!int8_matmul_supported(w[0])) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
+  for (CpuLevel level : cpu_levels_to_test()) {  // every int8 kernel (AMX, VNNI) this CPU has
+    ScopedCpuCap cap(level);
+    if (!int8_matmul_supported(w[0])) break;
+    for (int n : {1, 3, 9, 33}) {
+      std::vector<float> x(static_cast<size_t>(n) * 256);
+      for (auto& v : x) v = u(rng);
+      for (ThreadPool* pool : {&pool1, &pool2}) {
+        std::vector<float> alone[3], shared[3];
+        MatmulOut outs[3];
+        for (int i = 0; i < 3; ++i) {
+          alone[i].assign(static_cast<size_t>(n * w[i].ne1), NAN);
+          shared[i].assign(alone[i].size(), NAN);
+          matmul(w[i], x.data(), n, alone[i].data(), *pool, ActQuant::Int8);
+          outs[i] = {&w[i], shared[i].data()};
+        }
+        matmul_shared_input(outs, x.data(), n, *pool, ActQuant::Int8);
+        for (int i = 0; i < 3; ++i)
+          EXPECT_EQ(alone[i], shared[i]) << matmul_kernel_name(matmul_kernel(w[i], n, ActQuant::Int8)) << " matrix "
+                                         << i << " n=" << n;
       }
-      matmul_shared_input(outs, x.data(), n, *pool, ActQuant::Int8);
-      for (int i = 0; i < 3; ++i) EXPECT_EQ(alone[i], shared[i]) << "matrix " << i << " n=" << n;
     }
   }
 }

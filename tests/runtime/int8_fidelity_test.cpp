@@ -40,7 +40,7 @@ TEST(Int8Fidelity, ActivationRoundingMovesRealModelNllLittle) {
   const auto tokens = test::read_ids(test::shared("golden/tinystories-656k/tokens.txt"));
   for (GgmlType type : {GgmlType::Q8_0, GgmlType::Q4_0}) {
     auto m = quantized_copy(*base, type);
-    if (!int8_matmul_supported(m->layers[0].wq)) GTEST_SKIP() << "no int8 kernel on this CPU";
+    if (!int8_matmul_supported(m->layers[0].wq)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
     // Scoring prefills in chunks, so Fast runs its bf16 tiles here where the
     // CPU has AMX-BF16 (and is Int8 again where it does not).
     const ActQuant modes[3] = {ActQuant::None, ActQuant::Int8, ActQuant::Fast};
