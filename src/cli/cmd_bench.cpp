@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "ops/bandwidth.h"
+#include "ops/kernel_report.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
 #include "util/rss.h"
@@ -119,6 +120,7 @@ int BenchCommand::run() {
   out["policy"] = policy.name();
   out["threads"] = model_.threads;
   out["chunk"] = policy_.chunk;
+  out["system_info"] = format_kernel_report(kernel_report());  // which kernels produced these numbers
   if (!json_)
     std::printf("model %s | policy %s | threads %d | chunk %d\n", model->source.c_str(), policy.name().c_str(),
                 model_.threads, policy_.chunk);

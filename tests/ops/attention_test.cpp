@@ -7,8 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "ops/clones.h"
-#include "util/cpu_features.h"
+#include "cpu_levels.h"
 
 namespace ss {
 namespace {
@@ -26,12 +25,7 @@ void check_SoftmaxExpIsAccurateOverItsRange() {
 }
 
 TEST(AttentionKernels, SoftmaxExpIsAccurateOverItsRange) {
-  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
-    ScopedCpuCap cap(level);
-    SCOPED_TRACE(clone_level_name());
-    check_SoftmaxExpIsAccurateOverItsRange();
-    if (HasFatalFailure()) return;
-  }
+  test::at_every_cpu_level(check_SoftmaxExpIsAccurateOverItsRange);
 }
 
 void check_MatchScalarTwinsAtOddSizes() {
@@ -66,14 +60,7 @@ void check_MatchScalarTwinsAtOddSizes() {
   }
 }
 
-TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) {
-  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
-    ScopedCpuCap cap(level);
-    SCOPED_TRACE(clone_level_name());
-    check_MatchScalarTwinsAtOddSizes();
-    if (HasFatalFailure()) return;
-  }
-}
+TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) { test::at_every_cpu_level(check_MatchScalarTwinsAtOddSizes); }
 
 }  // namespace
 }  // namespace ss
@@ -126,12 +113,7 @@ void check_OnlineSoftmaxOverRunsMatchesTwoPassTwin() {
 }
 
 TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
-  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
-    ScopedCpuCap cap(level);
-    SCOPED_TRACE(clone_level_name());
-    check_OnlineSoftmaxOverRunsMatchesTwoPassTwin();
-    if (HasFatalFailure()) return;
-  }
+  test::at_every_cpu_level(check_OnlineSoftmaxOverRunsMatchesTwoPassTwin);
 }
 
 }  // namespace

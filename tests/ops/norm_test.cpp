@@ -7,8 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "ops/clones.h"
-#include "util/cpu_features.h"
+#include "cpu_levels.h"
 
 namespace ss {
 namespace {
@@ -28,14 +27,7 @@ void check_MatchesScalarTwinAtOddSizes() {
   }
 }
 
-TEST(RmsNorm, MatchesScalarTwinAtOddSizes) {
-  for (CpuLevel level : cpu_levels_to_test()) {  // every clone this CPU and cap can run
-    ScopedCpuCap cap(level);
-    SCOPED_TRACE(clone_level_name());
-    check_MatchesScalarTwinAtOddSizes();
-    if (HasFatalFailure()) return;
-  }
-}
+TEST(RmsNorm, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_MatchesScalarTwinAtOddSizes); }
 
 }  // namespace
 }  // namespace ss
