@@ -9,8 +9,10 @@
 //   SS_CLONED(void, f, (const float* x, int n), (x, n))
 //
 // The implementation is inlined into each clone and compiled with its
-// instruction set; helpers it calls with vector arguments must be inlined too
-// (always_inline), since the clones' vector ABIs differ. The AVX-512 and AVX2
+// instruction set; helpers it calls with vector arguments or results must be
+// inlined too (always_inline; builtins such as __builtin_bit_cast, never
+// std::bit_cast), since the clones' vector ABIs differ and an unoptimised
+// build calls ordinary functions out of line. The AVX-512 and AVX2
 // clones contract a * b + c into FMA, the baseline does not: the clones agree
 // within float rounding, not bit for bit, unless a kernel says otherwise.
 #include "util/cpu_features.h"

@@ -3,7 +3,6 @@
 // extensions or plain floats, the same operations lane by lane): x = k*ln2 + r,
 // |r| <= ln2/2, exp(r) by its degree-6 Taylor polynomial (relative error
 // below 2e-7), 2^k through the exponent bits.
-#include <bit>
 #include <cstdint>
 
 #include "ops/lanes.h"  // its pragma: vector arguments here are always inlined
@@ -12,18 +11,22 @@ namespace ss::fast_exp {
 
 #define SS_FAST_EXP_INLINE __attribute__((always_inline)) inline
 
+// __builtin_bit_cast, not std::bit_cast: the latter is an ordinary function
+// that an unoptimised (Debug/sanitizer) build calls out of line, and a
+// 64-byte vector returned from the baseline-compiled function to an AVX-512
+// clone (ops/clones.h) crosses two different vector ABIs.
 template <class F>
 SS_FAST_EXP_INLINE auto to_bits(F f) {
   if constexpr (sizeof(F) == sizeof(float)) {
-    return std::bit_cast<uint32_t>(f);
+    return __builtin_bit_cast(uint32_t, f);
   } else {
     typedef uint32_t Bits __attribute__((vector_size(sizeof(F))));
-    return std::bit_cast<Bits>(f);
+    return __builtin_bit_cast(Bits, f);
   }
 }
 template <class F, class B>
 SS_FAST_EXP_INLINE F from_bits(B u) {
-  return std::bit_cast<F>(u);
+  return __builtin_bit_cast(F, u);
 }
 
 // exp(x) for x in [-87, 88] (x is clamped to it: below, the result is tiny
