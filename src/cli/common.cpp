@@ -82,6 +82,15 @@ int fail(const std::string& msg) {
   return 1;
 }
 
+// CMake defines both for the sinkstream target; a bare compile (the Arm
+// cross-compile check) gets placeholders.
+#ifndef SS_VERSION
+#define SS_VERSION "unknown"
+#endif
+#ifndef SS_BUILD_TYPE
+#define SS_BUILD_TYPE "unknown build"
+#endif
+
 std::string version_string() {
   std::string compiler =
 #if defined(__clang__)
