@@ -23,7 +23,7 @@ secs="${FUZZ_SECONDS:-180}"
 seed="${FUZZ_SEED:-1}"
 shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
 out="${FUZZ_OUT:-build/fuzz/out}"
-targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body)
+targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body stream_text)
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 rm -rf "$out" && mkdir -p "$out"
@@ -45,7 +45,7 @@ for t in "${targets[@]}"; do
 done
 # Inputs per target in gate mode (each about 60 s on the 2-core dev VM).
 declare -A runs=([gguf]=300000 [safetensors]=100000 [llama2c]=800000 [tokenizer_json]=20000
-                 [tokenizer_codec]=50000 [http_body]=2000000)
+                 [tokenizer_codec]=50000 [http_body]=2000000 [stream_text]=500000)
 norand=(setarch "$(uname -m)" -R)
 "${norand[@]}" true 2>/dev/null || norand=()
 fail=0

@@ -5,10 +5,12 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 
+#include "server/json_text.h"
 #include "server/request_parse.h"
 #include "server/web_page.h"
 
@@ -32,7 +34,7 @@ void send_error(httplib::Response& res, int status, const std::string& msg, cons
                                            : "invalid_request_error";
   res.status = status;
   if (status == 429 || status == 503) res.set_header("Retry-After", "1");
-  res.set_content(error_body(msg, type, param).dump(), "application/json");
+  res.set_content(encode_json(error_body(msg, type, param)), "application/json");
 }
 
 std::string new_id(const char* prefix) {
@@ -173,7 +175,7 @@ void HttpServer::routes() {
     const json j = {
         {"object", "list"},
         {"data", {{{"id", opts_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "sinkstream"}}}}};
-    res.set_content(j.dump(), "application/json");
+    res.set_content(encode_json(j), "application/json");
   });
   auto session_json = [](const SessionInfo& i) {
     return json{{"id", i.id},
@@ -196,18 +198,18 @@ void HttpServer::routes() {
     if (!valid_session_id(id)) return send_error(res, 400, "invalid session id", "session_id");
     auto info = sched_.session(id);
     if (!info) return send_error(res, 404, "unknown session '" + id + "'");
-    res.set_content(session_json(*info).dump(), "application/json");
+    res.set_content(encode_json(session_json(*info)), "application/json");
   });
   s.Get("/v1/sessions", [this, session_json](const httplib::Request&, httplib::Response& res) {
     json arr = json::array();
     for (const auto& i : sched_.sessions()) arr.push_back(session_json(i));
-    res.set_content(json{{"object", "list"}, {"data", arr}}.dump(), "application/json");
+    res.set_content(encode_json(json{{"object", "list"}, {"data", arr}}), "application/json");
   });
   s.Delete(R"(/v1/sessions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     if (!valid_session_id(id)) return send_error(res, 400, "invalid session id", "session_id");
     if (!sched_.delete_session(id)) return send_error(res, 404, "unknown session '" + id + "'");
-    res.set_content(json{{"id", id}, {"object", "session"}, {"deleted", true}}.dump(), "application/json");
+    res.set_content(encode_json(json{{"id", id}, {"object", "session"}, {"deleted", true}}), "application/json");
   });
 
   auto completion = [this](bool chat) {
@@ -284,7 +286,7 @@ void HttpServer::routes() {
           body["warning"] = gr->persist_error;
           res.set_header("X-Sinkstream-Warning", gr->persist_error);
         }
-        res.set_content(body.dump(), "application/json");
+        res.set_content(encode_json(body), "application/json");
         return;
       }
       // A stream starts only once the request runs, so a refusal (full KV
@@ -294,55 +296,73 @@ void HttpServer::routes() {
       res.set_header("Cache-Control", "no-cache");
       if (!sid.empty()) res.set_header("X-Session-Id", sid);
       auto sent_role = std::make_shared<bool>(false);
+      auto provide = [gr, chat, id, created, model, sid, usage, sent_role](httplib::DataSink& sink) {
+        auto chunk = [&](const json& delta_or_text, const json& finish, bool with_usage) {
+          json choice = {{"index", 0}, {"finish_reason", finish}};
+          if (chat)
+            choice["delta"] = delta_or_text;
+          else
+            choice["text"] = delta_or_text;
+          json j = {{"id", id},
+                    {"object", chat ? "chat.completion.chunk" : "text_completion"},
+                    {"created", created},
+                    {"model", model},
+                    {"choices", json::array({choice})}};
+          if (with_usage) j["usage"] = usage();
+          if (with_usage && !gr->persist_error.empty()) j["warning"] = gr->persist_error;
+          if (!sid.empty()) j["session_id"] = sid;
+          const std::string line = "data: " + encode_json(j) + "\n\n";
+          return sink.write(line.data(), line.size());
+        };
+        if (!*sent_role && chat) {
+          *sent_role = true;
+          if (!chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false)) {
+            gr->cancelled = true;
+            return false;
+          }
+        }
+        bool done = false;
+        const std::string text = gr->take(done, std::chrono::milliseconds(500));
+        bool ok = true;
+        if (!text.empty())
+          ok = chat ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
+        else if (!done)
+          ok = sink.write(": keep-alive\n\n", 14);  // detects a client that left
+        if (!ok) {
+          gr->cancelled = true;
+          return false;
+        }
+        if (done) {
+          if (gr->finish_reason == "error") {
+            const std::string line = "data: " + encode_json(error_body(gr->error, "server_error")) + "\n\n";
+            sink.write(line.data(), line.size());
+          } else {
+            chunk(chat ? json::object() : json(""), gr->finish_reason, true);
+          }
+          sink.write("data: [DONE]\n\n", 14);
+          sink.done();
+        }
+        return true;
+      };
       res.set_chunked_content_provider(
           "text/event-stream",
-          [gr, chat, id, created, model, sid, usage, sent_role](size_t, httplib::DataSink& sink) {
-            auto chunk = [&](const json& delta_or_text, const json& finish, bool with_usage) {
-              json choice = {{"index", 0}, {"finish_reason", finish}};
-              if (chat)
-                choice["delta"] = delta_or_text;
-              else
-                choice["text"] = delta_or_text;
-              json j = {{"id", id},
-                        {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                        {"created", created},
-                        {"model", model},
-                        {"choices", json::array({choice})}};
-              if (with_usage) j["usage"] = usage();
-              if (with_usage && !gr->persist_error.empty()) j["warning"] = gr->persist_error;
-              if (!sid.empty()) j["session_id"] = sid;
-              const std::string line = "data: " + j.dump() + "\n\n";
-              return sink.write(line.data(), line.size());
-            };
-            if (!*sent_role && chat) {
-              *sent_role = true;
-              if (!chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false)) {
-                gr->cancelled = true;
-                return false;
-              }
+          [gr, provide](size_t, httplib::DataSink& sink) {
+            // Nothing thrown while streaming may reach httplib's thread (that
+            // would end the process): the client gets an error event instead.
+            try {
+              return provide(sink);
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "[sinkstream] stream failed: %s\n", e.what());
+            } catch (...) {
+              std::fprintf(stderr, "[sinkstream] stream failed: unknown exception\n");
             }
-            bool done = false;
-            const std::string text = gr->take(done, std::chrono::milliseconds(500));
-            bool ok = true;
-            if (!text.empty())
-              ok = chat ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
-            else if (!done)
-              ok = sink.write(": keep-alive\n\n", 14);  // detects a client that left
-            if (!ok) {
-              gr->cancelled = true;
-              return false;
-            }
-            if (done) {
-              if (gr->finish_reason == "error") {
-                const std::string line = "data: " + error_body(gr->error, "server_error").dump() + "\n\n";
-                sink.write(line.data(), line.size());
-              } else {
-                chunk(chat ? json::object() : json(""), gr->finish_reason, true);
-              }
-              sink.write("data: [DONE]\n\n", 14);
-              sink.done();
-            }
-            return true;
+            gr->cancelled = true;
+            const std::string line =
+                "data: " + encode_json(error_body("internal error while streaming", "server_error")) +
+                "\n\ndata: [DONE]\n\n";
+            sink.write(line.data(), line.size());
+            sink.done();
+            return false;
           },
           [gr](bool success) {
             std::lock_guard<std::mutex> lk(gr->mu);

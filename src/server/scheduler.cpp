@@ -346,6 +346,7 @@ void Scheduler::admit() {
     req->prompt_tokens = static_cast<int64_t>(a.feed.size());
     a.sampler.emplace(req->sampling);
     a.detok.emplace(tokenizer_);
+    a.out.emplace(req->stop);
     a.history.assign(a.feed.end() - std::min<ptrdiff_t>(static_cast<ptrdiff_t>(a.feed.size()), 64), a.feed.end());
     try_share_sinks(a);
     {
@@ -362,7 +363,7 @@ void Scheduler::admit() {
 }
 
 void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, int status) {
-  if (a.detok && reason != "error") a.text += a.detok->flush();
+  if (a.detok && a.out && reason != "error") a.out->push(a.detok->flush());
   // Session bookkeeping and the durable write happen before the client hears
   // the turn is over, so its next request finds the session idle and saved.
   if (a.session) {
@@ -384,8 +385,7 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   a.seq = -1;
   {
     std::lock_guard<std::mutex> lk(a.req->mu);
-    if (a.emitted < a.text.size() && reason != "error") a.req->pending_text += a.text.substr(a.emitted);
-    a.emitted = a.text.size();
+    if (a.out && reason != "error") a.req->pending_text += a.out->finish();
     a.req->finished = true;
     a.req->finish_reason = reason;
     a.req->error = error;
@@ -462,17 +462,7 @@ void Scheduler::step() {
       finish(a, "stop");
       continue;
     }
-    a.text += a.detok->push(tok);
-    size_t stop_at = std::string::npos, hold = 0;
-    for (const auto& s : r.stop) {
-      if (s.empty()) continue;
-      hold = std::max(hold, s.size() - 1);
-      const size_t from = a.emitted > s.size() ? a.emitted - s.size() : 0;
-      const size_t p = a.text.find(s, from);
-      if (p != std::string::npos) stop_at = std::min(stop_at, p);
-    }
-    if (stop_at != std::string::npos) {
-      a.text.resize(stop_at);
+    if (a.out->push(a.detok->push(tok))) {
       a.detok.reset();  // text after the stop string is dropped
       finish(a, "stop");
       continue;
@@ -481,13 +471,11 @@ void Scheduler::step() {
       finish(a, "length");
       continue;
     }
-    const size_t ready = a.text.size() > hold ? a.text.size() - hold : 0;
-    if (ready > a.emitted) {
+    if (std::string ready = a.out->take(); !ready.empty()) {
       {
         std::lock_guard<std::mutex> lk(r.mu);
-        r.pending_text += a.text.substr(a.emitted, ready - a.emitted);
+        r.pending_text += ready;
       }
-      a.emitted = ready;
       r.cv.notify_all();
     }
   }

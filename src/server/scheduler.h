@@ -21,6 +21,7 @@
 #include "runtime/engine.h"
 #include "sample/sampler.h"
 #include "server/session_file.h"
+#include "server/stream_text.h"
 
 namespace ss {
 
@@ -126,8 +127,7 @@ class Scheduler {
     std::optional<Sampler> sampler;
     std::vector<int32_t> history;
     std::optional<Detokenizer> detok;
-    std::string text;    // full text produced so far
-    size_t emitted = 0;  // bytes of text handed out
+    std::optional<StreamText> out;  // generated text: stop strings, hold-back, what may be sent
   };
 
   void loop();
