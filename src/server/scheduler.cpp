@@ -49,6 +49,7 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
   metrics_.latency_buckets_ms = {0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000};
   metrics_.latency_counts.assign(metrics_.latency_buckets_ms.size(), 0);
   if (!opts_.state_dir.empty()) restore_sessions();
+  refresh_pool_metrics();  // correct from the start, not only after the first request
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -133,6 +134,8 @@ bool Scheduler::delete_session(const std::string& id) {
       if (a.session == &it->second) a.req->cancelled = true, a.session = nullptr, a.seq = -1;
     engine_.free_sequence(it->second.seq);
     sessions_.erase(it);
+    prune_sink_registry();  // its sink blocks, if registered, go back to the pool now
+    refresh_pool_metrics();
     if (!opts_.state_dir.empty()) (void)remove_session(opts_.state_dir, id);
     return true;
   });
@@ -221,9 +224,13 @@ void Scheduler::loop() {
     if (!active_.empty()) step();
     std::lock_guard<std::mutex> lock(mu_);
     metrics_.active = static_cast<int64_t>(active_.size());
-    metrics_.kv_blocks_used = engine_.pool().used_blocks();
-    metrics_.kv_blocks_total = engine_.pool().total_blocks();
+    refresh_pool_metrics();
   }
+}
+
+void Scheduler::refresh_pool_metrics() {
+  metrics_.kv_blocks_used = engine_.pool().used_blocks();
+  metrics_.kv_blocks_total = engine_.pool().total_blocks();
 }
 
 void Scheduler::run_commands() {
@@ -250,7 +257,9 @@ void Scheduler::try_share_sinks(Active& a) {
 
 void Scheduler::register_sinks(Active& a) {
   const int64_t S = opts_.policy.sinks;
-  if (S <= 0 || !opts_.policy.bounded() || a.fed < static_cast<size_t>(S)) return;
+  // The key must be the sequence's own first S tokens: only a feed that
+  // started the sequence holds them (a later turn's feed starts mid-text).
+  if (S <= 0 || !opts_.policy.bounded() || !a.from_start || a.fed < static_cast<size_t>(S)) return;
   const std::vector<int32_t> key(a.feed.begin(), a.feed.begin() + S);
   if (sink_registry_.count(key)) return;
   const SequenceKv* seq = engine_.sequence(a.seq);
@@ -334,6 +343,8 @@ void Scheduler::admit() {
       s->info.busy = true;
     }
     a.feed.insert(a.feed.end(), req->tokens.begin(), req->tokens.end());
+    const SequenceKv* fresh = engine_.sequence(a.seq);
+    a.from_start = fresh && fresh->n_seen() == 0;
     if (a.feed.empty()) {
       const SequenceKv* seq = engine_.sequence(a.seq);
       if (seq && seq->n_seen() == 0 && model_->vocab.bos >= 0)
@@ -392,6 +403,10 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
     a.req->error_status = status;
   }
   a.req->cv.notify_all();
+  prune_sink_registry();
+}
+
+void Scheduler::prune_sink_registry() {
   // Drop registry entries nobody else uses any more.
   for (auto it = sink_registry_.begin(); it != sink_registry_.end();) {
     bool unused = true;

@@ -122,7 +122,8 @@ class Scheduler {
     Session* session = nullptr;
     std::vector<int32_t> feed;  // tokens still to prefill
     size_t fed = 0;
-    int32_t last = -1;  // sampled, to feed next step
+    bool from_start = false;  // feed[0] is the sequence's first token (no earlier turn)
+    int32_t last = -1;        // sampled, to feed next step
     bool decoding = false;
     std::optional<Sampler> sampler;
     std::vector<int32_t> history;
@@ -140,6 +141,8 @@ class Scheduler {
   void restore_sessions();
   void try_share_sinks(Active& a);
   void register_sinks(Active& a);
+  void prune_sink_registry();
+  void refresh_pool_metrics();  // mu_ held (or no loop yet)
   int blocks_per_sequence() const;
   template <typename T>
   T run_on_loop(std::function<T()> fn);
