@@ -44,6 +44,11 @@ ServeCommand::ServeCommand(CLI::App& app) {
   sub_->add_option("--max-prompt-tokens", max_prompt_tokens_, "largest prompt in tokens")->capture_default_str();
   sub_->add_option("--max-tokens-limit", max_tokens_limit_, "cap on max_tokens per request (0: none)")
       ->capture_default_str();
+  sub_->add_option("--default-max-tokens", default_max_tokens_,
+                   "max_tokens of a non-stream request that sets none (0: until EOS or stop; streams without "
+                   "max_tokens are endless and end when the client disconnects)")
+      ->check(CLI::Range(0LL, 1LL << 40))
+      ->capture_default_str();
 }
 
 int ServeCommand::run() {
@@ -70,6 +75,7 @@ int ServeCommand::run() {
   so.max_body_bytes = max_body_;
   so.max_prompt_tokens = max_prompt_tokens_;
   so.max_tokens_limit = max_tokens_limit_;
+  so.default_max_tokens = default_max_tokens_;
   so.model_name = model->source.substr(model->source.find_last_of('/') + 1);
   if (!chat_template_.empty()) {
     auto f = chat_family_from_name(chat_template_);

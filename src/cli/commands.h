@@ -127,7 +127,7 @@ class ServeCommand {
   std::string api_key_, state_dir_, chat_template_;
   int max_sessions_ = 256, max_batch_ = 64, max_queue_ = 256, kv_blocks_ = 0;
   size_t max_body_ = 1 << 20;
-  long long max_prompt_tokens_ = 1 << 16, max_tokens_limit_ = 0;
+  long long max_prompt_tokens_ = 1 << 16, max_tokens_limit_ = 0, default_max_tokens_ = 4096;
 };
 
 }  // namespace ss::cli

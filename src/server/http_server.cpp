@@ -143,7 +143,15 @@ void HttpServer::routes() {
   auto& s = *svr_;
   s.set_payload_max_length(opts_.max_body_bytes);
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (opts_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    // A NUL inside a header value would cut it where it is read as a C
+    // string (an API key "Bearer k\0..." compared as "Bearer k"): refused.
+    for (const auto& [name, value] : req.headers)
+      if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+        send_error(res, 400, "header '" + name.substr(0, name.find('\0')) + "' contains a NUL byte");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    const bool protected_path = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
+    if (opts_.api_key.empty() || !protected_path) return httplib::Server::HandlerResponse::Unhandled;
     const std::string auth = req.get_header_value("Authorization");
     const std::string want = "Bearer " + opts_.api_key;
     if (!constant_time_equal(auth, want)) {
@@ -218,6 +226,7 @@ void HttpServer::routes() {
       RequestError perr;
       if (!parse_completion_body(req.body, chat, opts_.max_tokens_limit, cr, perr))
         return send_error(res, 400, perr.message, perr.param);
+      if (!cr.stream && cr.max_tokens < 0 && opts_.default_max_tokens > 0) cr.max_tokens = opts_.default_max_tokens;
       auto gr = std::make_shared<GenerationRequest>();
       gr->sampling = cr.sampling;
       gr->max_tokens = cr.max_tokens;

@@ -23,7 +23,11 @@ struct ServerOptions {
   size_t max_body_bytes = 1 << 20;
   int64_t max_prompt_tokens = 1 << 16;
   int64_t max_tokens_limit = 0;  // 0: no limit (endless until EOS or stop)
-  int http_threads = 64;         // connection threads (streams + queued requests + a margin)
+  // max_tokens for a non-stream request that names none: its client sees
+  // nothing until the end, so it must end (0: until EOS or a stop string).
+  // Streams without max_tokens stay endless; they end when the client leaves.
+  int64_t default_max_tokens = 4096;
+  int http_threads = 64;  // connection threads (streams + queued requests + a margin)
 };
 
 class HttpServer {

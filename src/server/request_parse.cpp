@@ -51,10 +51,40 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
       return "'stop' must be a string or an array of up to 4 strings";
     }
   }
+  if (j.contains("n") && !j["n"].is_null()) {
+    if (!j["n"].is_number_integer() || j["n"].get<int64_t>() < 1) return "'n' must be a positive integer";
+    if (j["n"].get<int64_t>() != 1) return "'n' > 1 is not supported: one choice per request (send n requests)";
+  }
   stream = false;
   if (j.contains("stream") && !j["stream"].is_null()) {
     if (!j["stream"].is_boolean()) return "'stream' must be a boolean";
     stream = j["stream"].get<bool>();
+  }
+  return "";
+}
+
+// A message's text: a string, or OpenAI's array of content parts, whose text
+// parts are joined with newlines (as vLLM does); other part types (images,
+// audio) are refused. An assistant message may have null content.
+std::string message_text(const json& m, const std::string& role, std::string& out) {
+  if (!m.contains("content") || m["content"].is_null()) {
+    if (role == "assistant") return "";
+    return "each message needs 'content' (a string or an array of text parts)";
+  }
+  const json& c = m["content"];
+  if (c.is_string()) {
+    out = c.get<std::string>();
+    return "";
+  }
+  if (!c.is_array()) return "'content' must be a string or an array of content parts";
+  for (const auto& part : c) {
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
+      return "each content part needs a string 'type'";
+    const std::string type = part["type"].get<std::string>();
+    if (type != "text") return "content part type '" + type + "' is not supported (text only)";
+    if (!part.contains("text") || !part["text"].is_string()) return "a text content part needs a string 'text'";
+    if (!out.empty()) out += '\n';
+    out += part["text"].get<std::string>();
   }
   return "";
 }
@@ -90,17 +120,22 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       return false;
     }
     for (const auto& m : j["messages"]) {
-      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
-          !m["content"].is_string()) {
-        err = {"each message needs string 'role' and 'content'", "messages"};
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+        err = {"each message needs a string 'role'", "messages"};
         return false;
       }
-      const std::string role = m["role"].get<std::string>();
+      std::string role = m["role"].get<std::string>();
+      if (role == "developer") role = "system";  // OpenAI's newer name for the system message
       if (role != "system" && role != "user" && role != "assistant") {
         err = {"unknown role '" + role + "'", "messages"};
         return false;
       }
-      out.messages.push_back({role, m["content"].get<std::string>()});
+      std::string content;
+      if (auto e = message_text(m, role, content); !e.empty()) {
+        err = {e, "messages"};
+        return false;
+      }
+      out.messages.push_back({role, std::move(content)});
     }
   } else {
     if (!j.contains("prompt") || !j["prompt"].is_string()) {

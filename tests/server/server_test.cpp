@@ -1,7 +1,11 @@
 // sinkstream serve end to end over loopback HTTP: OpenAI endpoints (JSON and
 // SSE), endless sessions, restart with --state-dir, disconnects, concurrency,
 // and bad requests.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -287,6 +291,12 @@ TEST(Server, BadRequestsGetJsonErrorsAndServingContinues) {
       {"/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})", 400},
       {"/v1/completions", R"({"prompt": "x", "session_id": "../../etc/passwd"})", 400},
       {"/v1/completions", std::string(R"({"prompt": ")") + std::string(8000, 'a') + "\"}", 413},
+      {"/v1/completions", R"({"prompt": "x", "n": 2})", 400},
+      {"/v1/completions", R"({"prompt": "x", "n": 0})", 400},
+      {"/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})", 400},
+      {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": [{"type": "text"}]}]})", 400},
+      {"/v1/chat/completions", R"({"messages": [{"role": "user"}]})", 400},
   };
   for (const auto& k : cases) {
     auto r = c.Post(k.path, k.body, "application/json");
@@ -302,6 +312,58 @@ TEST(Server, BadRequestsGetJsonErrorsAndServingContinues) {
   EXPECT_EQ(status, 200);
 }
 
+// OpenAI request shapes other clients send: content as an array of text
+// parts (joined with newlines), the `developer` role (a system message), n = 1.
+TEST(Server, ContentPartsDeveloperRoleAndNOfOneAreAccepted) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  auto ask = [&](const json& messages) {
+    int status = 0;
+    auto r = test::post(c, "/v1/chat/completions",
+                        {{"messages", messages}, {"max_tokens", 8}, {"temperature", 0}, {"n", 1}}, &status);
+    EXPECT_EQ(status, 200) << r.dump();
+    return r["choices"][0]["message"]["content"].get<std::string>();
+  };
+  const std::string plain = ask({{{"role", "system"}, {"content", "Be brief."}},
+                                 {{"role", "user"}, {"content", "Lily had a cat.\nIt was red."}}});
+  const std::string parts = ask(
+      {{{"role", "developer"}, {"content", {{{"type", "text"}, {"text", "Be brief."}}}}},
+       {{"role", "user"},
+        {"content", {{{"type", "text"}, {"text", "Lily had a cat."}}, {{"type", "text"}, {"text", "It was red."}}}}}});
+  EXPECT_EQ(parts, plain);
+}
+
+// A non-stream request without max_tokens ends at the server's default;
+// an explicit max_tokens is kept.
+TEST(Server, NonStreamRequestsWithoutMaxTokensEnd) {
+  ServerOptions so;
+  so.default_max_tokens = 7;
+  test::TestServer srv(test::stories_gguf(), test::default_sched(), so);
+  auto c = srv.client();
+  auto r = test::post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"temperature", 0}});
+  EXPECT_EQ(r["usage"]["completion_tokens"], 7);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  r = test::post(c, "/v1/completions", {{"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 12}});
+  EXPECT_EQ(r["usage"]["completion_tokens"], 12);
+}
+
+// Raw bytes to the server, the status code back (0 if none).
+int raw_status(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int status = 0;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+    char buf[256] = {};
+    if (::recv(fd, buf, sizeof buf - 1, 0) > 12) status = std::atoi(buf + 9);  // "HTTP/1.1 NNN"
+  }
+  ::close(fd);
+  return status;
+}
+
 TEST(Server, ApiKeyIsRequiredWhenSet) {
   ServerOptions so;
   so.api_key = "s3cret";
@@ -311,6 +373,19 @@ TEST(Server, ApiKeyIsRequiredWhenSet) {
   EXPECT_EQ(c.Get("/v1/models", httplib::Headers{{"Authorization", "Bearer wrong"}})->status, 401);
   EXPECT_EQ(c.Get("/v1/models", httplib::Headers{{"Authorization", "Bearer s3cret"}})->status, 200);
   EXPECT_EQ(c.Get("/health")->status, 200);
+  // Metrics tell an anonymous client about traffic: behind the key too.
+  EXPECT_EQ(c.Get("/metrics")->status, 401);
+  EXPECT_EQ(c.Get("/metrics", httplib::Headers{{"Authorization", "Bearer s3cret"}})->status, 200);
+  // A key followed by a NUL and anything: refused, not read as the key.
+  using namespace std::string_literals;
+  EXPECT_EQ(raw_status(srv.port,
+                       "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\0xyz\r\n"
+                       "Connection: close\r\n\r\n"s),
+            400);
+  EXPECT_EQ(raw_status(srv.port,
+                       "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer s3cret\r\n"
+                       "Connection: close\r\n\r\n"s),
+            200);
   EXPECT_TRUE(constant_time_equal("abc", "abc"));
   EXPECT_FALSE(constant_time_equal("abc", "abd"));
   EXPECT_FALSE(constant_time_equal("abc", "abcd"));
