@@ -81,6 +81,14 @@ std::string render_metrics(const SchedulerMetrics& m) {
          static_cast<double>(m.kv_blocks_total - m.kv_blocks_used));
   metric("sinkstream_persist_errors_total", "counter", "Session state writes that failed.",
          static_cast<double>(m.persist_errors));
+  metric("sinkstream_session_restore_fallbacks_total", "counter",
+         "Sessions restored from their previous copy because the newest file was bad.",
+         static_cast<double>(m.session_fallbacks));
+  metric("sinkstream_session_files_rejected_total", "counter", "Session files that could not be restored at all.",
+         static_cast<double>(m.session_files_rejected));
+  metric("sinkstream_session_files_discarded_total", "counter",
+         "Corrupt newest session files dropped on save rather than kept as the backup.",
+         static_cast<double>(m.session_files_discarded));
   o << "# HELP sinkstream_token_latency_ms Time of the batched step that produced each generated token.\n"
     << "# TYPE sinkstream_token_latency_ms histogram\n";
   for (size_t b = 0; b < m.latency_buckets_ms.size(); ++b)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
 #include "util/check.h"
 
@@ -178,7 +179,14 @@ Status Scheduler::persist(const std::string& id, Session& s) {
   r.turns = s.turns;
   r.tokens_in = s.tokens_in;
   r.tokens_out = s.tokens_out;
-  if (auto st = save_session(opts_.state_dir, r, fp_); !st.ok()) {
+  std::string note;
+  const Status st = save_session(opts_.state_dir, r, fp_, &note);
+  if (!note.empty()) {
+    std::fprintf(stderr, "[sinkstream] session %s: %s\n", id.c_str(), note.c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.session_files_discarded;
+  }
+  if (!st.ok()) {
     std::fprintf(stderr, "[sinkstream] cannot persist session %s: %s (serving continues)\n", id.c_str(),
                  st.error().message.c_str());
     std::lock_guard<std::mutex> lock(mu_);
@@ -189,7 +197,8 @@ Status Scheduler::persist(const std::string& id, Session& s) {
 }
 
 void Scheduler::restore_sessions() {
-  auto records = load_all_sessions(opts_.state_dir, fp_, startup_log_);
+  auto records = load_all_sessions(opts_.state_dir, fp_, startup_log_, &metrics_.session_fallbacks,
+                                   &metrics_.session_files_rejected);
   for (auto& r : records) {
     if (r.state.policy.name() != opts_.policy.name()) {
       startup_log_.push_back("session " + r.id + " was saved with policy " + r.state.policy.name() +

@@ -84,6 +84,9 @@ struct SchedulerMetrics {
   double latency_sum_ms = 0;
   int64_t latency_count = 0;
   int64_t persist_errors = 0;
+  int64_t session_fallbacks = 0;        // sessions restored from .bak at start (newest file bad)
+  int64_t session_files_rejected = 0;   // sessions that could not be restored at all
+  int64_t session_files_discarded = 0;  // corrupt newest files dropped on save instead of kept as .bak
 };
 
 class Scheduler {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -99,17 +100,35 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   if (!r.read(kind) || kind > 3 || !r.read(p.sinks) || !r.read(p.window) || !r.read(p.recompute_len))
     return make_error("bad policy in session file");
   p.kind = static_cast<PolicyKind>(kind);
+  // Every field in range before anything is sized from it: a file with a
+  // valid checksum can still say anything.
+  constexpr int64_t kMaxPolicyValue = int64_t{1} << 24;  // as KvPolicy::parse
+  if (p.kind == PolicyKind::Recompute) return make_error("bad policy in session file: recompute keeps no cache");
+  for (int64_t v : {p.sinks, p.window, p.recompute_len})
+    if (v < 0 || v > kMaxPolicyValue) return make_error("bad policy in session file: value out of range");
+  if (p.bounded() && p.window < 1) return make_error("bad policy in session file: window must be >= 1");
   if (!r.read(s.state.n_seen) || !r.read(s.turns) || !r.read(s.tokens_in) || !r.read(s.tokens_out))
     return make_error("session file truncated");
+  constexpr int64_t kMaxCount = int64_t{1} << 50;
+  for (int64_t v : {s.state.n_seen, s.turns, s.tokens_in, s.tokens_out})
+    if (v < 0 || v > kMaxCount) return make_error("bad counter in session file");
   uint64_t n;
   if (!r.read(n) || n > r.remaining() / 4) return make_error("bad pending count");
   s.pending.resize(static_cast<size_t>(n));
   for (auto& t : s.pending)
     if (!r.read(t) || t < 0 || t >= fp.n_vocab) return make_error("bad pending token");
-  if (!r.read(n) || n > r.remaining() / 8) return make_error("bad index count");
+  // The cached tokens follow from the policy and n_seen (sinks, then the
+  // window's tail): anything else would put two tokens in one slot.
+  const int64_t n_seen = s.state.n_seen, sinks = std::min(p.sinks, n_seen);
+  const int64_t w0 = p.bounded() ? std::max(p.sinks, n_seen - p.window) : p.sinks;
+  const uint64_t want = static_cast<uint64_t>(sinks + std::max<int64_t>(0, n_seen - w0));
+  if (!r.read(n) || n != want || n > r.remaining() / 8) return make_error("bad index count");
   s.state.indices.resize(static_cast<size_t>(n));
-  for (auto& u : s.state.indices)
-    if (!r.read(u) || u < 0 || u >= s.state.n_seen) return make_error("bad cache index");
+  for (size_t i = 0; i < s.state.indices.size(); ++i) {
+    const int64_t expect =
+        static_cast<int64_t>(i) < sinks ? static_cast<int64_t>(i) : w0 + (static_cast<int64_t>(i) - sinks);
+    if (!r.read(s.state.indices[i]) || s.state.indices[i] != expect) return make_error("bad cache index");
+  }
   if (!r.read(n) ||
       n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * 2 * static_cast<uint64_t>(fp.kv_dim) ||
       n * 4 != r.remaining())
@@ -121,7 +140,16 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   return s;
 }
 
-Status save_session(const std::string& dir, const SessionRecord& rec, const ModelFingerprint& fp) {
+static Result<SessionRecord> load_one(const std::string& path, const ModelFingerprint& fp) {
+  auto f = MappedFile::open(path);
+  if (!f.ok()) return f.error();
+  const auto b = f.value()->bytes();
+  auto r = decode_session(std::vector<uint8_t>(b.begin(), b.end()), fp);
+  if (!r.ok()) return make_error(path + ": " + r.error().message);
+  return r;
+}
+
+Status save_session(const std::string& dir, const SessionRecord& rec, const ModelFingerprint& fp, std::string* note) {
   if (!valid_session_id(rec.id)) return make_error("invalid session id");
   const std::string path = dir + "/" + rec.id + ".sskv";
   const std::string tmp = path + ".tmp";
@@ -135,8 +163,16 @@ Status save_session(const std::string& dir, const SessionRecord& rec, const Mode
     ::unlink(tmp.c_str());
     return st;
   }
-  // Keep the previous good copy until the new one is in place.
-  if (::access(path.c_str(), F_OK) == 0) ::rename(path.c_str(), (path + ".bak").c_str());
+  // Keep the previous good copy until the new one is in place; a newest file
+  // that is corrupt (torn, bit rot) must not replace a good .bak.
+  if (::access(path.c_str(), F_OK) == 0) {
+    if (auto old = load_one(path, fp); old.ok()) {
+      ::rename(path.c_str(), (path + ".bak").c_str());
+    } else {
+      ::unlink(path.c_str());
+      if (note) *note = "discarded " + old.error().message + " instead of keeping it as the backup";
+    }
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return make_error(path + ": rename failed: " + std::strerror(errno));
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
@@ -146,20 +182,14 @@ Status save_session(const std::string& dir, const SessionRecord& rec, const Mode
   return ok_status();
 }
 
-static Result<SessionRecord> load_one(const std::string& path, const ModelFingerprint& fp) {
-  auto f = MappedFile::open(path);
-  if (!f.ok()) return f.error();
-  const auto b = f.value()->bytes();
-  auto r = decode_session(std::vector<uint8_t>(b.begin(), b.end()), fp);
-  if (!r.ok()) return make_error(path + ": " + r.error().message);
-  return r;
-}
-
-Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp) {
+Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp, std::string* fallback) {
   auto r = load_one(path, fp);
   if (r.ok()) return r;
   auto bak = load_one(path + ".bak", fp);
-  if (bak.ok()) return bak;
+  if (bak.ok()) {
+    if (fallback) *fallback = r.error().message + "; restored the previous copy (.bak)";
+    return bak;
+  }
   return r.error();
 }
 
@@ -172,7 +202,8 @@ Status remove_session(const std::string& dir, const std::string& id) {
 }
 
 std::vector<SessionRecord> load_all_sessions(const std::string& dir, const ModelFingerprint& fp,
-                                             std::vector<std::string>& problems) {
+                                             std::vector<std::string>& problems, int64_t* fallbacks,
+                                             int64_t* rejected) {
   std::vector<SessionRecord> out;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
@@ -186,11 +217,18 @@ std::vector<SessionRecord> load_all_sessions(const std::string& dir, const Model
   ::closedir(d);
   for (const auto& [id, _] : ids) {
     if (!valid_session_id(id)) continue;
-    auto r = load_session(dir + "/" + id + ".sskv", fp);
-    if (r.ok())
+    std::string fallback;
+    auto r = load_session(dir + "/" + id + ".sskv", fp, &fallback);
+    if (!fallback.empty()) {
+      problems.push_back(fallback);
+      if (fallbacks) ++*fallbacks;
+    }
+    if (r.ok()) {
       out.push_back(std::move(r.value()));
-    else
+    } else {
       problems.push_back(r.error().message);
+      if (rejected) ++*rejected;
+    }
   }
   return out;
 }

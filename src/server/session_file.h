@@ -30,11 +30,19 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
 // Session ids: 1..64 chars of [A-Za-z0-9_-] (they name files).
 bool valid_session_id(const std::string& id);
 
-Status save_session(const std::string& dir, const SessionRecord& r, const ModelFingerprint& fp);
-Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp);
+// note (optional): set when the newest file on disk was corrupt and was
+// discarded rather than kept as the backup.
+Status save_session(const std::string& dir, const SessionRecord& r, const ModelFingerprint& fp,
+                    std::string* note = nullptr);
+// fallback (optional): set when the newest file was bad and .bak was loaded.
+Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp,
+                                   std::string* fallback = nullptr);
 Status remove_session(const std::string& dir, const std::string& id);
-// Every session in dir (bad files are reported in `problems`, not loaded).
+// Every session in dir. Each problem is a line in `problems`: a fallback to
+// .bak (counted in *fallbacks) or a session that could not be loaded at all
+// (counted in *rejected).
 std::vector<SessionRecord> load_all_sessions(const std::string& dir, const ModelFingerprint& fp,
-                                             std::vector<std::string>& problems);
+                                             std::vector<std::string>& problems, int64_t* fallbacks = nullptr,
+                                             int64_t* rejected = nullptr);
 
 }  // namespace ss

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "test_paths.h"
 
@@ -66,12 +67,52 @@ TEST(SessionFile, TornWriteFallsBackToLastGoodState) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->turns, 1);  // the previous good copy
   std::vector<std::string> problems;
-  EXPECT_EQ(load_all_sessions(dir, kFp, problems).size(), 1u);
+  int64_t fallbacks = 0, rejected = 0;
+  EXPECT_EQ(load_all_sessions(dir, kFp, problems, &fallbacks, &rejected).size(), 1u);
+  EXPECT_EQ(fallbacks, 1);  // the fallback is said and counted, not silent
+  EXPECT_EQ(rejected, 0);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("restored the previous copy"), std::string::npos) << problems[0];
+  // The next save must not rotate the torn file into .bak over the good one.
+  std::string note;
+  ASSERT_TRUE(save_session(dir, sample(3), kFp, &note).ok());
+  EXPECT_NE(note.find("discarded"), std::string::npos) << note;
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  r = load_session(path, kFp);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->turns, 1);  // still the last good copy, not the torn turn 2
   EXPECT_FALSE(save_session("/nonexistent-dir", sample(1), kFp).ok());
   SessionRecord bad = sample(1);
   bad.id = "../x";
   EXPECT_FALSE(save_session(dir, bad, kFp).ok());
   std::filesystem::remove_all(dir);
+}
+
+// A file whose checksum is right can still hold any values: each field is
+// range-checked before anything is sized from it (a window of 2^40 used to
+// abort the server at every start).
+TEST(SessionFile, FieldsOutOfRangeAreErrorsEvenWithAValidChecksum) {
+  auto bad = [&](const std::function<void(SessionRecord&)>& edit, const char* what) {
+    SessionRecord r = sample(1);
+    edit(r);
+    auto d = decode_session(encode_session(r, kFp), kFp);
+    EXPECT_FALSE(d.ok()) << what;
+  };
+  bad([](SessionRecord& r) { r.state.policy.window = int64_t{1} << 40; }, "window 2^40");
+  bad([](SessionRecord& r) { r.state.policy.sinks = -1; }, "negative sinks");
+  bad([](SessionRecord& r) { r.state.policy.window = 0; }, "bounded window 0");
+  bad([](SessionRecord& r) { r.state.policy.kind = PolicyKind::Recompute; }, "recompute");
+  bad([](SessionRecord& r) { r.state.n_seen = -5; }, "negative n_seen");
+  bad([](SessionRecord& r) { r.turns = -1; }, "negative turns");
+  bad([](SessionRecord& r) { r.state.indices = {0, 1, 6, 8, 9}; }, "an evicted token cached");
+  bad(
+      [](SessionRecord& r) {
+        r.state.indices = {0, 1, 7, 8};
+        r.state.rows.resize(4 * 2 * 2 * 4);
+      },
+      "a window token missing");
+  bad([](SessionRecord& r) { r.state.n_seen = 11; }, "indices that do not follow n_seen");
+  EXPECT_TRUE(decode_session(encode_session(sample(1), kFp), kFp).ok());  // the unedited record is fine
 }
 
 TEST(SessionFile, IdsAreRestrictedToASafeCharset) {
