@@ -1,7 +1,5 @@
 #include "ops/kernel_report.h"
 
-#include <cstdlib>
-
 #include "ops/clones.h"
 #include "ops/matmul_bf16.h"
 #include "ops/matmul_int8.h"
@@ -15,8 +13,7 @@ KernelReport kernel_report() {
   r.cpu = cpu_model_name();
   r.detected = cpu_feature_names(cpu_detected());
   r.cap = cpu_level_name(cpu_cap());
-  const char* env = std::getenv("SINKSTREAM_CPU");
-  r.cap_from_env = env != nullptr && *env != '\0' && cpu_cap_error().empty();
+  r.cap_from_env = cpu_cap_from_env();
   r.usable = cpu_feature_names(cpu_usable());
   r.float_matmul = simd_active_target();
   r.vector_ops = clone_level_name();

@@ -82,6 +82,7 @@ uint32_t allowed(CpuLevel level) {
 
 struct CapFromEnv {
   CpuLevel level = CpuLevel::Native;
+  bool set = false;  // a valid value was given
   std::string error;
 };
 const CapFromEnv& cap_from_env() {
@@ -90,9 +91,10 @@ const CapFromEnv& cap_from_env() {
     const char* v = std::getenv("SINKSTREAM_CPU");
     if (v == nullptr || *v == '\0') return out;
     auto parsed = parse_cpu_level(v);
-    if (parsed.ok())
+    if (parsed.ok()) {
       out.level = *parsed;
-    else
+      out.set = true;
+    } else
       out.error = "SINKSTREAM_CPU=" + std::string(v) + ": " + parsed.error().message;
     return out;
   }();
@@ -139,6 +141,8 @@ CpuLevel cpu_cap() {
 }
 
 std::string cpu_cap_error() { return cap_from_env().error; }
+
+bool cpu_cap_from_env() { return g_cap.load(std::memory_order_relaxed) < 0 && cap_from_env().set; }
 
 uint32_t cpu_usable() {
   uint32_t u = g_usable.load(std::memory_order_relaxed);

@@ -49,6 +49,8 @@ inline bool cpu_usable(CpuFeature f) { return (cpu_usable() & f) != 0; }
 // The cap in force: SINKSTREAM_CPU when set and valid, else Native (an
 // invalid value is reported by cpu_cap_error() and ignored).
 CpuLevel cpu_cap();
+// The cap in force came from SINKSTREAM_CPU (not the default, not set_cpu_cap).
+bool cpu_cap_from_env();
 // "SINKSTREAM_CPU=...: ..." when the variable held something unknown, else "".
 std::string cpu_cap_error();
 // Replaces the cap (tests, and a command-line choice). Kernels pick it up at
