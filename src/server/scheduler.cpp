@@ -352,11 +352,10 @@ void Scheduler::admit() {
       s->info.busy = true;
     }
     a.feed.insert(a.feed.end(), req->tokens.begin(), req->tokens.end());
-    const SequenceKv* fresh = engine_.sequence(a.seq);
-    a.from_start = fresh && fresh->n_seen() == 0;
+    const SequenceKv* seq = engine_.sequence(a.seq);
+    a.from_start = seq && seq->n_seen() == 0;
     if (a.feed.empty()) {
-      const SequenceKv* seq = engine_.sequence(a.seq);
-      if (seq && seq->n_seen() == 0 && model_->vocab.bos >= 0)
+      if (a.from_start && model_->vocab.bos >= 0)
         a.feed.push_back(model_->vocab.bos);
       else {
         finish(a, "error", "empty prompt", 400);
