@@ -27,10 +27,14 @@
   __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_impl args; }      \
   static ret name##_base params { return name##_impl args; }                                               \
   ret name params {                                                                                        \
-    const uint32_t f = ::ss::cpu_usable();                                                                 \
-    if (f & ::ss::kCpuAvx512) return name##_avx512 args;                                                   \
-    if (f & ::ss::kCpuAvx2) return name##_avx2 args;                                                       \
-    return name##_base args;                                                                               \
+    switch (::ss::clone_level()) {                                                                         \
+      case ::ss::CloneLevel::Avx512:                                                                       \
+        return name##_avx512 args;                                                                         \
+      case ::ss::CloneLevel::Avx2:                                                                         \
+        return name##_avx2 args;                                                                           \
+      default:                                                                                             \
+        return name##_base args;                                                                           \
+    }                                                                                                      \
   }
 #else
 #define SS_CLONED(ret, name, params, args) \
@@ -38,13 +42,24 @@
 #endif
 
 namespace ss {
-// Which clone SS_CLONED functions run now: "avx512", "avx2" or "baseline".
+// Which clone SS_CLONED functions run now: the one dispatch decision, shared
+// by the functions and by the report of which kernels run.
+enum class CloneLevel { Baseline, Avx2, Avx512 };
+inline CloneLevel clone_level() {
+  const uint32_t f = cpu_usable();
+  return f & kCpuAvx512 ? CloneLevel::Avx512 : f & kCpuAvx2 ? CloneLevel::Avx2 : CloneLevel::Baseline;
+}
 inline const char* clone_level_name() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  const uint32_t f = cpu_usable();
-  return f & kCpuAvx512 ? "avx512" : f & kCpuAvx2 ? "avx2" : "baseline";
-#else
-  return "baseline";
+  switch (clone_level()) {
+    case CloneLevel::Avx512:
+      return "avx512";
+    case CloneLevel::Avx2:
+      return "avx2";
+    case CloneLevel::Baseline:
+      break;
+  }
 #endif
+  return "baseline";
 }
 }  // namespace ss

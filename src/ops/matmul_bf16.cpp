@@ -52,9 +52,6 @@ namespace {
 #define SS_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
 #define SS_AMX_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c,amx-tile,amx-bf16")))
 
-// Asked at every call, so a changed cap (util/cpu_features.h) takes effect.
-bool amx_bf16_enabled() { return cpu_usable(kCpuAmxBf16) && cpu_usable(kCpuAvx512Bf16); }
-
 // 32 floats as 32 bf16 in order (VCVTNE2PS2BF16: nearest even, subnormals to 0).
 SS_BF16 inline void store_bf16x32(__m512 lo, __m512 hi, uint16_t* dst) {
   const __m512bh v = _mm512_cvtne2ps_pbh(hi, lo);
@@ -260,7 +257,7 @@ SS_AMX_BF16 void amx_bf16_matmul(const TensorView& w, const Bf16Acts& xb, float*
 
 void pack_acts_bf16(const float* x, int n, int64_t cols, Bf16Acts& out) {
   SS_CHECK(cols % 32 == 0 && n > 0);
-  SS_CHECK(amx_bf16_enabled());
+  SS_CHECK(bf16_tiles_usable());
   out.n = n;
   out.cols = cols;
   const int groups = (n + 15) / 16;
@@ -268,8 +265,9 @@ void pack_acts_bf16(const float* x, int n, int64_t cols, Bf16Acts& out) {
   pack_acts_simd(x, n, cols, out.packed.data());
 }
 
-bool bf16_tiles_usable() { return amx_bf16_enabled(); }
-bool bf16_matmul_supported(const TensorView& w) { return bf16_type(w.type) && w.ne0 % 32 == 0 && amx_bf16_enabled(); }
+// Asked at every call, so a changed cap (util/cpu_features.h) takes effect.
+bool bf16_tiles_usable() { return cpu_usable(kCpuAmxBf16) && cpu_usable(kCpuAvx512Bf16); }
+bool bf16_matmul_supported(const TensorView& w) { return bf16_type(w.type) && w.ne0 % 32 == 0 && bf16_tiles_usable(); }
 
 void matmul_bf16_rows(const TensorView& w, const Bf16Acts& xb, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(bf16_matmul_supported(w) && w.ne0 == xb.cols && r0 % 16 == 0);
