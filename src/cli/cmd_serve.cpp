@@ -27,7 +27,8 @@ ServeCommand::ServeCommand(CLI::App& app) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   sub_->add_option("--api-key", api_key_, "require 'Authorization: Bearer KEY' on /v1/*");
-  sub_->add_option("--max-sessions", max_sessions_, "most live sessions")
+  sub_->add_option("--max-sessions", max_sessions_,
+                   "most sessions kept (idle ones leave the KV pool for disk under pressure)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub_->add_option("--max-batch", max_batch_, "most requests per batched step")
@@ -38,6 +39,25 @@ ServeCommand::ServeCommand(CLI::App& app) {
       ->capture_default_str();
   sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: 64 sequences' worth)");
   sub_->add_option("--state-dir", state_dir_, "persist sessions here after every turn; restored on start");
+  sub_->add_option("--spill-dir", spill_dir_,
+                   "without --state-dir: where idle sessions go when the KV pool is needed (default: a private "
+                   "temporary directory, removed at exit)");
+  sub_->add_option("--max-connections", max_connections_, "most open connections (more are closed at accept)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub_->add_option("--header-timeout", header_timeout_, "seconds from a request's first byte to its last header")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub_->add_option("--idle-timeout", idle_timeout_, "seconds a keep-alive connection may wait between requests")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub_->add_option("--drain-timeout", drain_,
+                   "on SIGTERM/SIGINT: seconds running requests may finish before they are cancelled")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub_->add_option("--allowed-host", allowed_hosts_,
+                   "a Host name accepted besides localhost/127.0.0.1/[::1] while bound to loopback (repeatable; "
+                   "other names are refused against DNS rebinding)");
   sub_->add_option("--chat-template", chat_template_,
                    "force a chat format: plain, llama-2, llama-3, chatml, mistral, zephyr");
   sub_->add_option("--max-body", max_body_, "largest request body in bytes")->capture_default_str();
@@ -76,6 +96,11 @@ int ServeCommand::run() {
   so.max_prompt_tokens = max_prompt_tokens_;
   so.max_tokens_limit = max_tokens_limit_;
   so.default_max_tokens = default_max_tokens_;
+  so.max_connections = max_connections_;
+  so.header_timeout_s = header_timeout_;
+  so.idle_timeout_s = idle_timeout_;
+  so.drain_s = drain_;
+  so.allowed_hosts = allowed_hosts_;
   so.model_name = model->source.substr(model->source.find_last_of('/') + 1);
   if (!chat_template_.empty()) {
     auto f = chat_family_from_name(chat_template_);
@@ -101,9 +126,9 @@ int ServeCommand::run() {
   sopts.max_chunk = policy_.chunk;
   sopts.max_batch = max_batch_;
   sopts.max_queue = max_queue_;
-  so.http_threads = max_batch_ + max_queue_ + 8;
   sopts.max_sessions = max_sessions_;
   sopts.state_dir = state_dir_;
+  sopts.spill_dir = spill_dir_;
   Scheduler sched(model, sopts);
   for (const auto& line : sched.startup_log()) std::fprintf(stderr, "[sinkstream] %s\n", line.c_str());
   HttpServer server(sched, so);
@@ -113,11 +138,9 @@ int ServeCommand::run() {
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    // stop() is a no-op until the accept loop runs: repeat until it ends.
-    while (!served) {
-      server.stop();
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    if (served) return;  // woken by serve() returning, not by a signal
+    std::fprintf(stderr, "[sinkstream] signal %d: draining (up to %.0f s), then exiting\n", sig, drain_);
+    server.stop();
   });
   std::fprintf(stderr, "[sinkstream] serving %s on http://%s:%d (policy %s, chat %s)\n", so.model_name.c_str(),
                host_.c_str(), port, sopts.policy.name().c_str(), chat_family_name(so.chat));

@@ -124,8 +124,10 @@ class ServeCommand {
   PolicyFlags policy_;
   std::string host_ = "127.0.0.1";
   int port_ = 8080;
-  std::string api_key_, state_dir_, chat_template_;
-  int max_sessions_ = 256, max_batch_ = 64, max_queue_ = 256, kv_blocks_ = 0;
+  std::string api_key_, state_dir_, spill_dir_, chat_template_;
+  std::vector<std::string> allowed_hosts_;
+  int max_sessions_ = 100000, max_batch_ = 64, max_queue_ = 256, kv_blocks_ = 0, max_connections_ = 4096;
+  double header_timeout_ = 10, idle_timeout_ = 120, drain_ = 10;
   size_t max_body_ = 1 << 20;
   long long max_prompt_tokens_ = 1 << 16, max_tokens_limit_ = 0, default_max_tokens_ = 4096;
 };

@@ -1,394 +1,531 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
-#include <nlohmann/json.hpp>
-#include <random>
-#include <sstream>
-
-#include "server/json_text.h"
-#include "server/request_parse.h"
-#include "server/web_page.h"
+#include <deque>
+#include <map>
+#include <optional>
+#include <thread>
+#include <unordered_map>
 
 namespace ss {
 
 namespace {
 
-using nlohmann::json;
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using Clock = std::chrono::steady_clock;
 
-json error_body(const std::string& msg, const std::string& type, const std::string& param = "") {
-  return {
-      {"error",
-       {{"message", msg}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
+std::chrono::milliseconds ms_of(double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); }
+
+std::string header_safe(std::string v) {
+  for (char& c : v)
+    if (c == '\r' || c == '\n' || c == '\0') c = ' ';
+  return v;
 }
 
-void send_error(httplib::Response& res, int status, const std::string& msg, const std::string& param = "") {
-  const std::string type = status == 401   ? "authentication_error"
-                           : status == 404 ? "not_found_error"
-                           : status == 429 ? "rate_limit_error"
-                           : status >= 500 ? "server_error"
-                                           : "invalid_request_error";
-  res.status = status;
-  if (status == 429 || status == 503) res.set_header("Retry-After", "1");
-  res.set_content(encode_json(error_body(msg, type, param)), "application/json");
+// Status line and headers; content_length < 0 means a chunked body.
+std::string head(int status, const std::string& content_type,
+                 const std::vector<std::pair<std::string, std::string>>& extra, int64_t content_length,
+                 bool keep_alive) {
+  std::string h = "HTTP/1.1 " + std::to_string(status) + " ";
+  h += std::string(http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status))));
+  h += "\r\nContent-Type: " + content_type + "\r\n";
+  h += content_length >= 0 ? "Content-Length: " + std::to_string(content_length) + "\r\n"
+                           : std::string("Transfer-Encoding: chunked\r\n");
+  h += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
+  h += "X-Content-Type-Options: nosniff\r\n";
+  for (const auto& [k, v] : extra) h += k + ": " + header_safe(v) + "\r\n";
+  return h + "\r\n";
 }
 
-std::string new_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t salt = std::random_device{}();
-  std::ostringstream o;
-  o << prefix << std::hex << salt << "-" << counter.fetch_add(1);
-  return o.str();
+std::string chunk_frame(const std::string& data) {
+  char size[24];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return size + data + "\r\n";
 }
 
-int64_t now_s() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
+
+class Connection;
 
 }  // namespace
 
-bool constant_time_equal(const std::string& a, const std::string& b) {
-  unsigned char diff = static_cast<unsigned char>(a.size() != b.size());
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned char>(x ^ y);
-  }
-  return diff == 0;
-}
+struct HttpServer::Impl {
+  Impl(Scheduler& sched, const ServerOptions& o)
+      : api(sched, o), opts(api.options()), workers(static_cast<size_t>(std::max(1, o.worker_threads))) {}
 
-std::string render_metrics(const SchedulerMetrics& m) {
-  std::ostringstream o;
-  auto metric = [&](const char* name, const char* type, const char* help, double v) {
-    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n" << name << " " << v << "\n";
+  Api api;
+  const ServerOptions& opts;
+  // Scheduler-thread callbacks (on_update) may outlive a connection or the
+  // server: they touch neither once alive is false (checked under its mutex).
+  struct Liveness {
+    std::mutex mu;
+    bool alive = true;
   };
-  metric("sinkstream_requests_total", "counter", "Generation requests accepted.",
-         static_cast<double>(m.requests_total));
-  metric("sinkstream_requests_rejected_total", "counter", "Requests refused (queue or session limits).",
-         static_cast<double>(m.requests_rejected));
-  metric("sinkstream_tokens_in_total", "counter", "Prompt tokens prefilled.", static_cast<double>(m.tokens_in));
-  metric("sinkstream_tokens_out_total", "counter", "Tokens generated.", static_cast<double>(m.tokens_out));
-  metric("sinkstream_active_requests", "gauge", "Requests in the running batch.", static_cast<double>(m.active));
-  metric("sinkstream_queue_depth", "gauge", "Requests waiting to join the batch.", static_cast<double>(m.queued));
-  metric("sinkstream_sessions", "gauge", "Live sessions.", static_cast<double>(m.sessions));
-  metric("sinkstream_kv_blocks_used", "gauge", "KV blocks in use.", static_cast<double>(m.kv_blocks_used));
-  metric("sinkstream_kv_blocks_free", "gauge", "KV blocks free.",
-         static_cast<double>(m.kv_blocks_total - m.kv_blocks_used));
-  metric("sinkstream_persist_errors_total", "counter", "Session state writes that failed.",
-         static_cast<double>(m.persist_errors));
-  metric("sinkstream_session_restore_fallbacks_total", "counter",
-         "Sessions restored from their previous copy because the newest file was bad.",
-         static_cast<double>(m.session_fallbacks));
-  metric("sinkstream_session_files_rejected_total", "counter", "Session files that could not be restored at all.",
-         static_cast<double>(m.session_files_rejected));
-  metric("sinkstream_session_files_discarded_total", "counter",
-         "Corrupt newest session files dropped on save rather than kept as the backup.",
-         static_cast<double>(m.session_files_discarded));
-  o << "# HELP sinkstream_token_latency_ms Time of the batched step that produced each generated token.\n"
-    << "# TYPE sinkstream_token_latency_ms histogram\n";
-  for (size_t b = 0; b < m.latency_buckets_ms.size(); ++b)
-    o << "sinkstream_token_latency_ms_bucket{le=\"" << m.latency_buckets_ms[b] << "\"} " << m.latency_counts[b] << "\n";
-  o << "sinkstream_token_latency_ms_bucket{le=\"+Inf\"} " << m.latency_count << "\n"
-    << "sinkstream_token_latency_ms_sum " << m.latency_sum_ms << "\n"
-    << "sinkstream_token_latency_ms_count " << m.latency_count << "\n";
-  return o.str();
-}
+  std::shared_ptr<Liveness> liveness = std::make_shared<Liveness>();
+  std::mutex live_mu;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> live;
+  int max_connections = 0;
+  std::atomic<int> connections{0};
+  std::atomic<bool> draining{false};
+  std::atomic<bool> stop_requested{false};
+  Clock::time_point drain_deadline, hard_deadline;
+  bool cancelled_all = false;
+  net::thread_pool workers;
+  // Destroyed first (declared last): pending handlers, and the connections
+  // they hold, go while everything above still exists.
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  net::steady_timer accept_retry{ioc};
+  net::steady_timer drain_timer{ioc};
 
-HttpServer::HttpServer(Scheduler& sched, const ServerOptions& opts)
-    : sched_(sched), opts_(opts), svr_(std::make_unique<httplib::Server>()) {
-  if (opts_.model_name.empty()) {
-    const std::string& src = sched_.model().source;
-    opts_.model_name = src.substr(src.find_last_of('/') + 1);
-  }
-  // A streaming response holds its connection's thread for the whole answer:
-  // size the pool for every request the scheduler may run or queue at once
-  // (httplib's default is 8 threads, which would silently serialise clients).
-  const int threads = std::max(8, opts_.http_threads);
-  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  svr_->set_keep_alive_max_count(1000);
-  routes();
-}
-
-HttpServer::~HttpServer() = default;
+  void accept();
+  void begin_drain();
+  void check_drain();
+  template <typename Fn>
+  void for_each_live(Fn fn);
+};
 
 namespace {
-// Debian's cpp-httplib is a prebuilt library that listens with a backlog of
-// 5: a burst of new connections (many clients starting at once) then sees
-// resets. listen() again on the bound socket raises the backlog; the socket
-// is found as the listening one bound to our port (httplib exposes no fd).
-void raise_listen_backlog(int port) {
-  for (int fd = 3; fd < 4096; ++fd) {
-    int listening = 0;
-    socklen_t len = sizeof listening;
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
-    sockaddr_storage addr{};
-    socklen_t alen = sizeof addr;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
-    int p = -1;
-    if (addr.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    if (addr.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-    if (p == port) ::listen(fd, 1024);
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(HttpServer::Impl& srv, tcp::socket s)
+      : srv_(srv), stream_(std::move(s)), idle_timer_(stream_.get_executor()) {
+    ++srv_.connections;
   }
-}
-}  // namespace
+  ~Connection() {
+    cancel_generation();
+    --srv_.connections;
+    std::lock_guard<std::mutex> lk(srv_.live_mu);
+    srv_.live.erase(this);
+  }
+  void start() { wait_for_request(); }
+  auto executor() { return stream_.get_executor(); }
+  // Drain: connections between requests close now; busy ones after their response.
+  void close_if_idle() {
+    if (idle_) close();
+  }
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    cancel_generation();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+    idle_timer_.cancel();
+  }
 
-int HttpServer::bind() {
-  const int port = opts_.port == 0 ? svr_->bind_to_any_port(opts_.host)
-                                   : (svr_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
-  if (port > 0) raise_listen_backlog(port);
-  return port;
-}
+ private:
+  void wait_for_request() {
+    if (closed_) return;
+    if (srv_.draining) return close();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(srv_.opts.max_header_bytes));
+    parser_->body_limit(srv_.opts.max_body_bytes);
+    if (buf_.size() > 0) return read_header();  // pipelined: already here
+    // Idle keep-alive: a socket and a timer, no thread. The header deadline
+    // starts with the request's first byte, so a slow sender cannot hold a
+    // connection longer than header_timeout_s once it begins.
+    idle_ = true;
+    auto self = shared_from_this();
+    idle_timer_.expires_after(ms_of(srv_.opts.idle_timeout_s));
+    idle_timer_.async_wait([self](beast::error_code ec) {
+      if (!ec) self->close();
+    });
+    stream_.socket().async_wait(tcp::socket::wait_read, [self](beast::error_code ec) {
+      self->idle_ = false;
+      self->idle_timer_.cancel();
+      if (ec || self->closed_) return self->close();
+      self->read_header();
+    });
+  }
 
-bool HttpServer::serve() { return svr_->listen_after_bind(); }
-void HttpServer::stop() { svr_->stop(); }
+  void read_header() {
+    stream_.expires_after(ms_of(srv_.opts.header_timeout_s));
+    auto self = shared_from_this();
+    http::async_read_header(stream_, buf_, *parser_, [self](beast::error_code ec, size_t) { self->on_header(ec); });
+  }
 
-void HttpServer::routes() {
-  auto& s = *svr_;
-  s.set_payload_max_length(opts_.max_body_bytes);
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // A NUL inside a header value would cut it where it is read as a C
-    // string (an API key "Bearer k\0..." compared as "Bearer k"): refused.
-    for (const auto& [name, value] : req.headers)
-      if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
-        send_error(res, 400, "header '" + name.substr(0, name.find('\0')) + "' contains a NUL byte");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    const bool protected_path = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
-    if (opts_.api_key.empty() || !protected_path) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string want = "Bearer " + opts_.api_key;
-    if (!constant_time_equal(auth, want)) {
-      send_error(res, 401, "invalid or missing API key");
-      return httplib::Server::HandlerResponse::Handled;
+  void on_header(beast::error_code ec) {
+    if (ec == http::error::header_limit) return refuse({431, "request headers too large"});
+    if (ec == http::error::body_limit)  // Content-Length over the limit, seen with the headers
+      return refuse({413, "request body too large (limit " + std::to_string(srv_.opts.max_body_bytes) + " bytes)"});
+    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
+        ec == net::error::connection_reset || ec == net::error::operation_aborted || closed_)
+      return close();
+    if (ec) return refuse({400, "malformed HTTP request: " + ec.message()});
+    auto& h = parser_->get();
+    keep_alive_ = h.keep_alive();
+    head_only_ = h.method() == http::verb::head;
+    int fields = 0;
+    headers_.clear();
+    for (const auto& f : h) {
+      const std::string name = lower(std::string(f.name_string()));
+      const std::string value(f.value());
+      // A NUL would cut the value where it is read as a C string (an API
+      // key "Bearer k\0..." compared as "Bearer k").
+      if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos)
+        return refuse({400, "header '" + name.substr(0, name.find('\0')) + "' contains a NUL byte"});
+      if (++fields > srv_.opts.max_header_fields)
+        return refuse({431, "more than " + std::to_string(srv_.opts.max_header_fields) + " header fields"});
+      headers_[name] = value;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const std::string msg = res.status == 413   ? "request body too large"
-                            : res.status == 404 ? "not found"
-                                                : "request failed";
-    send_error(res, res.status, msg);
-  });
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    send_error(res, 500, "internal error");
-  });
+    req_ = ApiRequest{};
+    req_.method = std::string(h.method_string());
+    const std::string target(h.target());
+    req_.path = target.substr(0, target.find('?'));
+    auto hdrs = std::make_shared<std::map<std::string, std::string>>(headers_);
+    req_.header = [hdrs](const std::string& name) {
+      auto it = hdrs->find(lower(name));
+      return it == hdrs->end() ? std::string() : it->second;
+    };
+    if (auto refused = srv_.api.check_headers(req_)) return refuse(*refused);
+    if (parser_->content_length() && *parser_->content_length() > srv_.opts.max_body_bytes)
+      return refuse({413, "request body too large (limit " + std::to_string(srv_.opts.max_body_bytes) + " bytes)"});
+    if (lower(req_.header("Expect")) == "100-continue" && !parser_->is_done())
+      queue_write("HTTP/1.1 100 Continue\r\n\r\n");
+    if (parser_->is_done()) return on_body({});
+    stream_.expires_after(ms_of(srv_.opts.body_timeout_s));
+    auto self = shared_from_this();
+    http::async_read(stream_, buf_, *parser_, [self](beast::error_code ec, size_t) { self->on_body(ec); });
+  }
 
-  s.Get("/",
-        [](const httplib::Request&, httplib::Response& res) { res.set_content(kWebPage, "text/html; charset=utf-8"); });
-  s.Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(R"({"status":"ok"})", "application/json");
-  });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render_metrics(sched_.metrics()), "text/plain; version=0.0.4");
-  });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const json j = {
-        {"object", "list"},
-        {"data", {{{"id", opts_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "sinkstream"}}}}};
-    res.set_content(encode_json(j), "application/json");
-  });
-  auto session_json = [](const SessionInfo& i) {
-    return json{{"id", i.id},
-                {"object", "session"},
-                {"tokens_seen", i.tokens_seen},
-                {"turns", i.turns},
-                {"tokens_in", i.tokens_in},
-                {"tokens_out", i.tokens_out},
-                {"busy", i.busy},
-                {"shared_sinks", i.shared_sinks},
-                {"cache",
-                 {{"sinks", i.sinks},
-                  {"window", i.window},
-                  {"capacity_sinks", i.capacity_sinks},
-                  {"capacity_window", i.capacity_window},
-                  {"evicted", i.evicted}}}};
-  };
-  s.Get(R"(/v1/sessions/([^/]+))", [this, session_json](const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[1];
-    if (!valid_session_id(id)) return send_error(res, 400, "invalid session id", "session_id");
-    auto info = sched_.session(id);
-    if (!info) return send_error(res, 404, "unknown session '" + id + "'");
-    res.set_content(encode_json(session_json(*info)), "application/json");
-  });
-  s.Get("/v1/sessions", [this, session_json](const httplib::Request&, httplib::Response& res) {
-    json arr = json::array();
-    for (const auto& i : sched_.sessions()) arr.push_back(session_json(i));
-    res.set_content(encode_json(json{{"object", "list"}, {"data", arr}}), "application/json");
-  });
-  s.Delete(R"(/v1/sessions/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[1];
-    if (!valid_session_id(id)) return send_error(res, 400, "invalid session id", "session_id");
-    if (!sched_.delete_session(id)) return send_error(res, 404, "unknown session '" + id + "'");
-    res.set_content(encode_json(json{{"id", id}, {"object", "session"}, {"deleted", true}}), "application/json");
-  });
+  void on_body(beast::error_code ec) {
+    if (ec == http::error::body_limit)
+      return refuse({413, "request body too large (limit " + std::to_string(srv_.opts.max_body_bytes) + " bytes)"});
+    if (ec == beast::error::timeout) return refuse({408, "request body not received in time"});
+    if (ec) return close();
+    stream_.expires_never();
+    req_.body = std::move(parser_->get().body());
+    if (srv_.draining) {
+      keep_alive_ = false;
+      return respond(error_reply({503, "server is shutting down", "", 5}));
+    }
+    HttpReply quick;
+    try {
+      if (srv_.api.quick(req_, quick)) return respond(quick);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[sinkstream] %s %s failed: %s\n", req_.method.c_str(), req_.path.c_str(), e.what());
+      return respond(error_reply({500, "internal error"}));
+    }
+    // Anything that may block (tokenizing, session commands) runs on the
+    // worker pool; the answer comes back to this connection's strand.
+    auto self = shared_from_this();
+    std::weak_ptr<Connection> weak = self;
+    auto on_update = [weak, live = srv_.liveness] {
+      std::lock_guard<std::mutex> lk(live->mu);
+      if (!live->alive) return;
+      if (auto c = weak.lock()) net::post(c->executor(), [c] { c->pump(); });
+    };
+    net::post(srv_.workers, [self, on_update, r = req_]() mutable {
+      auto out = std::make_shared<Api::Outcome>();
+      try {
+        *out = self->srv_.api.handle(r, on_update);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "[sinkstream] %s %s failed: %s\n", r.method.c_str(), r.path.c_str(), e.what());
+        out->reply = error_reply({500, "internal error"});
+        out->gen.reset();
+      }
+      net::post(self->executor(), [self, out] { self->on_outcome(*out); });
+    });
+  }
 
-  auto completion = [this](bool chat) {
-    return [this, chat](const httplib::Request& req, httplib::Response& res) {
-      CompletionRequest cr;
-      RequestError perr;
-      if (!parse_completion_body(req.body, chat, opts_.max_tokens_limit, cr, perr))
-        return send_error(res, 400, perr.message, perr.param);
-      if (!cr.stream && cr.max_tokens < 0 && opts_.default_max_tokens > 0) cr.max_tokens = opts_.default_max_tokens;
-      auto gr = std::make_shared<GenerationRequest>();
-      gr->sampling = cr.sampling;
-      gr->max_tokens = cr.max_tokens;
-      gr->stop = cr.stop;
-      const bool stream = cr.stream;
-      std::string sid = cr.session_id.empty() ? req.get_header_value("X-Session-Id") : cr.session_id;
-      if (!sid.empty() && !valid_session_id(sid))
-        return send_error(res, 400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id");
-      gr->session_id = sid;
-      const bool first_turn = sid.empty() || !sched_.session_exists(sid);
-      const Tokenizer& tok = sched_.tokenizer();
-      const auto& vocab = sched_.model().vocab;
-      if (chat) {
-        std::vector<ChatMessage> msgs = std::move(cr.messages);
-        // A session's cache already holds the conversation up to our last
-        // reply: only the messages after the last assistant message are new.
-        if (!first_turn) {
-          size_t last_assistant = msgs.size();
-          for (size_t i = 0; i < msgs.size(); ++i)
-            if (msgs[i].role == "assistant") last_assistant = i;
-          if (last_assistant < msgs.size())
-            msgs.erase(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(last_assistant) + 1);
-          if (msgs.empty()) return send_error(res, 400, "no new messages after the last assistant message", "messages");
-        }
-        const std::string text = render_chat_turn(opts_.chat, msgs, first_turn);
-        const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
-        gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
-      } else {
-        gr->tokens = tok.encode(cr.prompt, first_turn && vocab.add_bos);
-      }
-      if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
-        return send_error(res, 400,
-                          "prompt has " + std::to_string(gr->tokens.size()) + " tokens; the limit is " +
-                              std::to_string(opts_.max_prompt_tokens));
-      if (auto st = sched_.submit(gr); !st.ok()) {
-        const int code = status_of(st.error());
-        return send_error(res, code, st.error().message.substr(std::min<size_t>(5, st.error().message.size())));
-      }
-      const std::string id = new_id(chat ? "chatcmpl-" : "cmpl-");
-      const int64_t created = now_s();
-      const std::string model = opts_.model_name;
-      auto usage = [gr] {
-        std::lock_guard<std::mutex> lk(gr->mu);
-        return json{{"prompt_tokens", gr->prompt_tokens},
-                    {"completion_tokens", gr->completion_tokens},
-                    {"total_tokens", gr->prompt_tokens + gr->completion_tokens}};
-      };
-      if (!stream) {
-        std::string text;
+  void on_outcome(const Api::Outcome& o) {
+    if (!o.gen) return respond(o.reply);
+    gen_ = o.gen;
+    if (closed_) return cancel_generation();
+    watch_disconnect();
+    pump();
+  }
+
+  // Moves what the scheduler produced to the client; runs on every update
+  // and after every write (back-pressure: one write in flight at a time).
+  void pump() {
+    if (!gen_ || closed_) return;
+    try {
+      GenerationRequest& r = *gen_->req;
+      if (!gen_->stream) {
         bool done = false;
-        while (!done) text += gr->take(done, std::chrono::milliseconds(1000));
-        if (gr->finish_reason == "error") return send_error(res, gr->error_status ? gr->error_status : 500, gr->error);
-        json choice = {{"index", 0}, {"finish_reason", gr->finish_reason}};
-        if (chat)
-          choice["message"] = {{"role", "assistant"}, {"content", text}};
-        else
-          choice["text"] = text;
-        json body = {{"id", id},
-                     {"object", chat ? "chat.completion" : "text_completion"},
-                     {"created", created},
-                     {"model", model},
-                     {"choices", json::array({choice})},
-                     {"usage", usage()}};
-        if (!sid.empty()) body["session_id"] = sid;
-        if (!gr->persist_error.empty()) {
-          body["warning"] = gr->persist_error;
-          res.set_header("X-Sinkstream-Warning", gr->persist_error);
+        text_ += r.poll(done);
+        if (done) {
+          const std::string text = std::move(text_);
+          respond(end_generation()->final_reply(text));
         }
-        res.set_content(encode_json(body), "application/json");
         return;
       }
-      // A stream starts only once the request runs, so a refusal (full KV
-      // cache, queue) is still an HTTP status, not an event in a 200 stream.
-      if (!gr->wait_admitted() && gr->finish_reason == "error")
-        return send_error(res, gr->error_status ? gr->error_status : 500, gr->error);
-      res.set_header("Cache-Control", "no-cache");
-      if (!sid.empty()) res.set_header("X-Session-Id", sid);
-      auto sent_role = std::make_shared<bool>(false);
-      auto provide = [gr, chat, id, created, model, sid, usage, sent_role](httplib::DataSink& sink) {
-        auto chunk = [&](const json& delta_or_text, const json& finish, bool with_usage) {
-          json choice = {{"index", 0}, {"finish_reason", finish}};
-          if (chat)
-            choice["delta"] = delta_or_text;
-          else
-            choice["text"] = delta_or_text;
-          json j = {{"id", id},
-                    {"object", chat ? "chat.completion.chunk" : "text_completion"},
-                    {"created", created},
-                    {"model", model},
-                    {"choices", json::array({choice})}};
-          if (with_usage) j["usage"] = usage();
-          if (with_usage && !gr->persist_error.empty()) j["warning"] = gr->persist_error;
-          if (!sid.empty()) j["session_id"] = sid;
-          const std::string line = "data: " + encode_json(j) + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
-        if (!*sent_role && chat) {
-          *sent_role = true;
-          if (!chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false)) {
-            gr->cancelled = true;
-            return false;
-          }
+      if (!streaming_) {
+        bool admitted, finished;
+        {
+          std::lock_guard<std::mutex> lk(r.mu);
+          admitted = r.admitted;
+          finished = r.finished;
         }
-        bool done = false;
-        const std::string text = gr->take(done, std::chrono::milliseconds(500));
-        bool ok = true;
-        if (!text.empty())
-          ok = chat ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
-        else if (!done)
-          ok = sink.write(": keep-alive\n\n", 14);  // detects a client that left
-        if (!ok) {
-          gr->cancelled = true;
-          return false;
+        // A stream starts only once the request runs, so a refusal is still
+        // an HTTP status, not an event inside a 200 stream.
+        if (!admitted) {
+          if (finished) respond(end_generation()->refusal());
+          return;
         }
-        if (done) {
-          if (gr->finish_reason == "error") {
-            const std::string line = "data: " + encode_json(error_body(gr->error, "server_error")) + "\n\n";
-            sink.write(line.data(), line.size());
-          } else {
-            chunk(chat ? json::object() : json(""), gr->finish_reason, true);
-          }
-          sink.write("data: [DONE]\n\n", 14);
-          sink.done();
-        }
-        return true;
-      };
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [gr, provide](size_t, httplib::DataSink& sink) {
-            // Nothing thrown while streaming may reach httplib's thread (that
-            // would end the process): the client gets an error event instead.
-            try {
-              return provide(sink);
-            } catch (const std::exception& e) {
-              std::fprintf(stderr, "[sinkstream] stream failed: %s\n", e.what());
-            } catch (...) {
-              std::fprintf(stderr, "[sinkstream] stream failed: unknown exception\n");
-            }
-            gr->cancelled = true;
-            const std::string line =
-                "data: " + encode_json(error_body("internal error while streaming", "server_error")) +
-                "\n\ndata: [DONE]\n\n";
-            sink.write(line.data(), line.size());
-            sink.done();
-            return false;
-          },
-          [gr](bool success) {
-            std::lock_guard<std::mutex> lk(gr->mu);
-            if (!success || !gr->finished) gr->cancelled = true;
-          });
-    };
-  };
-  s.Post("/v1/completions", completion(false));
-  s.Post("/v1/chat/completions", completion(true));
+        streaming_ = true;
+        queue_write(head(200, "text/event-stream", gen_->stream_headers(), -1, keep_alive_));
+      }
+      if (writing_) return;
+      bool done = false;
+      const std::string text = r.poll(done);
+      const std::string ev = gen_->events(text, done);
+      if (!ev.empty()) queue_write(chunk_frame(ev));
+      if (done) finish_stream("");
+    } catch (const std::exception& e) {
+      // Nothing thrown while answering may end the process: the client gets
+      // an error (a status, or an error event in a stream) and a log line.
+      std::fprintf(stderr, "[sinkstream] response failed: %s\n", e.what());
+      cancel_generation();
+      if (streaming_)
+        finish_stream(Generation::error_events("internal error while streaming"));
+      else
+        respond(error_reply({500, "internal error"}));
+    }
+  }
+
+  void finish_stream(const std::string& last_events) {
+    if (!last_events.empty()) queue_write(chunk_frame(last_events));
+    queue_write("0\r\n\r\n");
+    end_generation();
+    complete_after_write_ = true;
+    if (!writing_) on_response_complete();
+  }
+
+  std::shared_ptr<Generation> end_generation() {
+    auto g = std::move(gen_);
+    gen_.reset();
+    streaming_ = false;
+    text_.clear();
+    return g;
+  }
+
+  void cancel_generation() {
+    if (gen_ && gen_->req) {
+      gen_->req->cancelled = true;
+      srv_.api.scheduler().wake();
+    }
+  }
+
+  // A client that leaves while its answer is being generated (stream or
+  // not) cancels it: the socket turns readable with EOF or an error.
+  void watch_disconnect() {
+    if (watching_) return;
+    watching_ = true;
+    auto self = shared_from_this();
+    stream_.socket().async_wait(tcp::socket::wait_read, [self](beast::error_code ec) {
+      self->watching_ = false;
+      if (!self->gen_) return;
+      if (ec) return self->close();
+      char c;
+      const ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return self->close();
+      // n > 0: the next request arrived already (pipelining); it waits.
+    });
+  }
+
+  void refuse(const HttpError& e) {
+    keep_alive_ = false;  // the rest of the request was not read
+    respond(error_reply(e));
+  }
+
+  void respond(const HttpReply& r) {
+    const bool keep = keep_alive_ && !srv_.draining;
+    keep_alive_ = keep;
+    std::string out = head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size()), keep);
+    if (!head_only_) out += r.body;
+    queue_write(std::move(out));
+    complete_after_write_ = true;
+  }
+
+  void queue_write(std::string bytes) {
+    outq_.push_back(std::move(bytes));
+    if (!writing_) do_write();
+  }
+
+  void do_write() {
+    if (closed_) return;
+    writing_ = true;
+    stream_.expires_after(ms_of(srv_.opts.write_timeout_s));
+    auto self = shared_from_this();
+    net::async_write(stream_, net::buffer(outq_.front()), [self](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (ec) return self->close();
+      self->stream_.expires_never();
+      self->outq_.pop_front();
+      if (!self->outq_.empty()) return self->do_write();
+      if (self->gen_) return self->pump();
+      if (self->complete_after_write_) self->on_response_complete();
+    });
+  }
+
+  void on_response_complete() {
+    if (writing_ || !outq_.empty()) return;
+    complete_after_write_ = false;
+    head_only_ = false;
+    if (!keep_alive_ || srv_.draining) {
+      beast::error_code ec;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+      return close();
+    }
+    wait_for_request();
+  }
+
+  HttpServer::Impl& srv_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buf_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  net::steady_timer idle_timer_;
+  std::map<std::string, std::string> headers_;
+  ApiRequest req_;
+  bool idle_ = false, closed_ = false, keep_alive_ = true, head_only_ = false;
+  std::shared_ptr<Generation> gen_;
+  bool streaming_ = false, watching_ = false;
+  std::string text_;  // a non-stream answer so far
+  std::deque<std::string> outq_;
+  bool writing_ = false, complete_after_write_ = false;
+};
+
+}  // namespace
+
+template <typename Fn>
+void HttpServer::Impl::for_each_live(Fn fn) {
+  std::vector<std::shared_ptr<Connection>> all;
+  {
+    std::lock_guard<std::mutex> lk(live_mu);
+    for (auto& [p, w] : live)
+      if (auto c = w.lock()) all.push_back(std::move(c));
+  }
+  for (auto& c : all) net::post(c->executor(), [c, fn] { fn(*c); });
+}
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
+    if (!acceptor.is_open()) return;
+    if (ec) {
+      // Out of file descriptors (or a transient error): the connection stays
+      // in the backlog; try again shortly instead of spinning.
+      accept_retry.expires_after(std::chrono::milliseconds(100));
+      accept_retry.async_wait([this](beast::error_code e) {
+        if (!e) accept();
+      });
+      return;
+    }
+    if (connections.load() >= max_connections) {
+      beast::error_code ignore;
+      socket.close(ignore);
+    } else {
+      auto c = std::make_shared<Connection>(*this, std::move(socket));
+      {
+        std::lock_guard<std::mutex> lk(live_mu);
+        live[c.get()] = c;
+      }
+      c->start();
+    }
+    accept();
+  });
+}
+
+void HttpServer::Impl::begin_drain() {
+  if (draining.exchange(true)) return;
+  beast::error_code ec;
+  acceptor.close(ec);
+  accept_retry.cancel();
+  for_each_live([](Connection& c) { c.close_if_idle(); });
+  drain_deadline = Clock::now() + ms_of(opts.drain_s);
+  hard_deadline = drain_deadline + std::chrono::seconds(3);
+  check_drain();
+}
+
+void HttpServer::Impl::check_drain() {
+  if (connections.load() == 0) return ioc.stop();
+  const auto now = Clock::now();
+  if (now >= hard_deadline) {
+    for_each_live([](Connection& c) { c.close(); });
+    return ioc.stop();
+  }
+  if (now >= drain_deadline && !cancelled_all) {
+    cancelled_all = true;
+    // Streams end with finish_reason "cancelled" and [DONE]; non-stream
+    // requests answer with what they have.
+    net::post(workers, [this] {
+      const int n = api.scheduler().cancel_all();
+      if (n > 0) std::fprintf(stderr, "[sinkstream] drain: cancelled %d running requests\n", n);
+    });
+  }
+  drain_timer.expires_after(std::chrono::milliseconds(20));
+  drain_timer.async_wait([this](beast::error_code e) {
+    if (!e) check_drain();
+  });
+}
+
+HttpServer::HttpServer(Scheduler& sched, const ServerOptions& opts) : impl_(std::make_unique<Impl>(sched, opts)) {}
+
+HttpServer::~HttpServer() {
+  impl_->ioc.stop();
+  impl_->workers.join();
+  std::lock_guard<std::mutex> lk(impl_->liveness->mu);
+  impl_->liveness->alive = false;
+}
+
+int HttpServer::bind() {
+  Impl& s = *impl_;
+  // Every connection is a file descriptor: use what the system allows.
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  const int64_t fd_room = static_cast<int64_t>(rl.rlim_cur) - 64;
+  s.max_connections = static_cast<int>(std::max<int64_t>(16, std::min<int64_t>(s.opts.max_connections, fd_room)));
+  beast::error_code ec;
+  tcp::resolver resolver(s.ioc);
+  auto results = resolver.resolve(s.opts.host, std::to_string(s.opts.port), tcp::resolver::passive, ec);
+  if (ec || results.empty()) return -1;
+  const tcp::endpoint ep = results.begin()->endpoint();
+  s.acceptor.open(ep.protocol(), ec);
+  if (ec) return -1;
+  s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  s.acceptor.bind(ep, ec);
+  if (ec) return -1;
+  s.acceptor.listen(1024, ec);
+  if (ec) return -1;
+  return s.acceptor.local_endpoint().port();
+}
+
+bool HttpServer::serve() {
+  Impl& s = *impl_;
+  if (!s.acceptor.is_open()) return false;
+  s.accept();
+  if (s.stop_requested) net::post(s.ioc, [&s] { s.begin_drain(); });
+  std::vector<std::thread> threads;
+  for (int i = 1; i < std::max(1, s.opts.io_threads); ++i) threads.emplace_back([&s] { s.ioc.run(); });
+  s.ioc.run();
+  for (auto& t : threads) t.join();
+  return true;
+}
+
+void HttpServer::stop() {
+  impl_->stop_requested = true;
+  net::post(impl_->ioc, [s = impl_.get()] { s->begin_drain(); });
 }
 
 }  // namespace ss

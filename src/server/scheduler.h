@@ -4,8 +4,15 @@
 // tokens together); new requests join between steps. Sessions keep their KV
 // cache (sinks + window) between requests, so a new turn prefills only its
 // new tokens. HTTP threads talk to it only through requests and commands.
-#include <atomic>
+//
+// KV budget: every active request may grow to a full sequence's worth of
+// blocks, so a request joins only when that fits beside the others. Idle
+// sessions hold blocks too, but only until someone needs them: the least
+// recently used are spilled to disk (their file is already current when
+// --state-dir is set) and come back on their next turn, so sessions are
+// bounded by disk, not by the pool, and never crowd out a one-off request.
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <future>
@@ -17,9 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "kv/sink_registry.h"
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
 #include "sample/sampler.h"
+#include "server/generation_request.h"
+#include "server/http_error.h"
+#include "server/scheduler_metrics.h"
 #include "server/session_file.h"
 #include "server/stream_text.h"
 
@@ -29,64 +40,15 @@ struct SchedulerOptions {
   KvPolicy policy;
   int threads = 1;
   ActQuant act_quant = ActQuant::None;
-  int kv_blocks = 0;  // 0: enough for max_sessions + max_batch sequences
+  int kv_blocks = 0;  // 0: enough for max_batch sequences
   int max_chunk = 64;
-  int max_batch = 64;   // active requests per step
-  int max_queue = 256;  // waiting requests; more get 429
-  int max_sessions = 256;
-  std::string state_dir;  // empty: no persistence
-};
-
-// One generation request and its output channel.
-struct GenerationRequest {
-  std::vector<int32_t> tokens;  // new tokens to prefill
-  SamplingParams sampling;
-  int64_t max_tokens = -1;  // -1: until EOS or a stop string
-  std::vector<std::string> stop;
-  std::string session_id;  // empty: a one-off sequence
-
-  // Output, guarded by mu.
-  std::mutex mu;
-  std::condition_variable cv;
-  std::string pending_text;  // produced, not yet taken by the HTTP side
-  bool finished = false;
-  std::string finish_reason;  // stop | length | cancelled | error
-  std::string error;
-  int error_status = 0;
-  std::string persist_error;  // the turn was served but its session could not be saved
-  bool admitted = false;      // joined the running batch (streams start only then)
-  int64_t prompt_tokens = 0, completion_tokens = 0;
-  std::atomic<bool> cancelled{false};
-
-  // Waits until text is available or the request finished; returns the text.
-  std::string take(bool& done, std::chrono::milliseconds timeout);
-  // Waits until the request runs or has finished (e.g. refused); true if it runs.
-  bool wait_admitted();
-};
-
-struct SessionInfo {
-  std::string id;
-  int64_t tokens_seen = 0;
-  int64_t sinks = 0, window = 0;  // entries in the cache now
-  int64_t capacity_sinks = 0, capacity_window = 0;
-  int64_t evicted = 0;
-  int64_t turns = 0, tokens_in = 0, tokens_out = 0;
-  bool busy = false;
-  bool shared_sinks = false;
-};
-
-struct SchedulerMetrics {
-  int64_t requests_total = 0, requests_rejected = 0, tokens_in = 0, tokens_out = 0;
-  int64_t active = 0, queued = 0, sessions = 0;
-  int64_t kv_blocks_used = 0, kv_blocks_total = 0;
-  std::vector<double> latency_buckets_ms;  // upper bounds
-  std::vector<int64_t> latency_counts;     // cumulative per bucket
-  double latency_sum_ms = 0;
-  int64_t latency_count = 0;
-  int64_t persist_errors = 0;
-  int64_t session_fallbacks = 0;        // sessions restored from .bak at start (newest file bad)
-  int64_t session_files_rejected = 0;   // sessions that could not be restored at all
-  int64_t session_files_discarded = 0;  // corrupt newest files dropped on save instead of kept as .bak
+  int max_batch = 64;         // active requests per step
+  int max_queue = 256;        // waiting requests; more get 503
+  int max_sessions = 100000;  // sessions known (resident or spilled): a disk budget
+  std::string state_dir;      // durable sessions, saved after every turn (empty: none)
+  // Where idle sessions go under pool pressure when there is no state_dir
+  // (empty: a private temporary directory, removed at exit).
+  std::string spill_dir;
 };
 
 class Scheduler {
@@ -98,9 +60,9 @@ class Scheduler {
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const SchedulerOptions& options() const { return opts_; }
 
-  // Queues a request. Errors: 429 queue full, 404/409 session problems (as
-  // Error messages prefixed with the status, see status_of).
-  Status submit(std::shared_ptr<GenerationRequest> req);
+  // Queues a request, or says why not: 400 bad token ids, 503 queue full
+  // (with a Retry-After estimate), 429 session limit, 409 session busy.
+  HttpRefusal submit(std::shared_ptr<GenerationRequest> req);
   std::optional<SessionInfo> session(const std::string& id);
   bool session_exists(const std::string& id);
   bool delete_session(const std::string& id);
@@ -108,16 +70,20 @@ class Scheduler {
   SchedulerMetrics metrics();
   // Messages from restoring sessions at start-up (problems found).
   const std::vector<std::string>& startup_log() const { return startup_log_; }
+  // Cancels everything queued or running (shutdown); returns how many.
+  int cancel_all();
   void wake();
 
  private:
   struct Session {
-    SeqId seq = -1;
+    SeqId seq = -1;  // -1: spilled (its KV is in its file)
     std::vector<int32_t> pending;
     int64_t turns = 0, tokens_in = 0, tokens_out = 0;
     bool busy = false;
     bool shared_sinks = false;
-    SessionInfo info;  // snapshot readable by HTTP threads
+    bool file_current = false;  // its file on disk (state or spill dir) matches the pool
+    uint64_t last_used = 0;     // LRU clock
+    SessionInfo info;           // snapshot readable by HTTP threads
   };
   struct Active {
     std::shared_ptr<GenerationRequest> req;
@@ -132,29 +98,44 @@ class Scheduler {
     std::vector<int32_t> history;
     std::optional<Detokenizer> detok;
     std::optional<StreamText> out;  // generated text: stop strings, hold-back, what may be sent
+    std::chrono::steady_clock::time_point started;
   };
 
+  // Batching (scheduler.cpp).
   void loop();
   void run_commands();
   void admit();
+  bool admit_one(const std::shared_ptr<GenerationRequest>& req, std::deque<std::shared_ptr<GenerationRequest>>& keep);
   void step();
   void finish(Active& a, const std::string& reason, const std::string& error = {}, int status = 0);
-  void refresh_info(const std::string& id, Session& s);
-  Status persist(const std::string& id, Session& s);
-  void restore_sessions();
   void try_share_sinks(Active& a);
   void register_sinks(Active& a);
-  void prune_sink_registry();
-  void refresh_pool_metrics();  // mu_ held (or no loop yet)
-  int blocks_per_sequence() const;
   template <typename T>
   T run_on_loop(std::function<T()> fn);
+
+  // Sessions and the KV budget (scheduler_sessions.cpp).
+  int blocks_per_sequence() const;
+  // Blocks the active requests may still allocate, plus `extra`.
+  int blocks_promised(int extra) const;
+  // Spills idle sessions (least recently used first) until `need` blocks are
+  // free; false if that is impossible now.
+  bool make_room(int need);
+  bool spill(const std::string& id, Session& s);
+  Status unspill(const std::string& id, Session& s);
+  void refresh_info(const std::string& id, Session& s);
+  Status persist(const std::string& id, Session& s);
+  const std::string& session_dir() const { return opts_.state_dir.empty() ? spill_dir_ : opts_.state_dir; }
+  void restore_sessions();
+  void refresh_pool_metrics();  // mu_ held (or no loop yet)
+  int retry_after_s() const;    // mu_ held
 
   std::shared_ptr<const Model> model_;
   SchedulerOptions opts_;
   Tokenizer tokenizer_;
   Engine engine_;
   ModelFingerprint fp_;
+  std::string spill_dir_;
+  bool own_spill_dir_ = false;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -162,14 +143,25 @@ class Scheduler {
   std::deque<std::function<void()>> commands_;
   std::map<std::string, Session> sessions_;  // touched by the loop; info read under mu_
   std::vector<Active> active_;
-  std::map<std::vector<int32_t>, std::vector<BlockId>> sink_registry_;  // first S tokens -> shared blocks
+  SinkRegistry sinks_;
+  uint64_t lru_clock_ = 0;
+  double mean_request_s_ = 1.0;  // moving average of admitted-to-finished time (Retry-After)
   SchedulerMetrics metrics_;
   std::vector<std::string> startup_log_;
   bool stop_ = false;
   std::thread thread_;
 };
 
-// "429: queue full" -> 429 (errors from submit carry their HTTP status).
-int status_of(const Error& e);
+template <typename T>
+inline T Scheduler::run_on_loop(std::function<T()> fn) {
+  auto p = std::make_shared<std::promise<T>>();
+  auto f = p->get_future();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    commands_.push_back([fn, p] { p->set_value(fn()); });
+  }
+  cv_.notify_all();
+  return f.get();
+}
 
 }  // namespace ss

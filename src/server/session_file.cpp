@@ -151,7 +151,7 @@ static Result<SessionRecord> load_one(const std::string& path, const ModelFinger
 
 Status save_session(const std::string& dir, const SessionRecord& rec, const ModelFingerprint& fp, std::string* note) {
   if (!valid_session_id(rec.id)) return make_error("invalid session id");
-  const std::string path = dir + "/" + rec.id + ".sskv";
+  const std::string path = session_path(dir, rec.id);
   const std::string tmp = path + ".tmp";
   const auto bytes = encode_session(rec, fp);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -195,18 +195,18 @@ Result<SessionRecord> load_session(const std::string& path, const ModelFingerpri
 
 Status remove_session(const std::string& dir, const std::string& id) {
   if (!valid_session_id(id)) return make_error("invalid session id");
-  const std::string path = dir + "/" + id + ".sskv";
+  const std::string path = session_path(dir, id);
   ::unlink(path.c_str());
   ::unlink((path + ".bak").c_str());
   return ok_status();
 }
 
-std::vector<SessionRecord> load_all_sessions(const std::string& dir, const ModelFingerprint& fp,
-                                             std::vector<std::string>& problems, int64_t* fallbacks,
-                                             int64_t* rejected) {
-  std::vector<SessionRecord> out;
+std::string session_path(const std::string& dir, const std::string& id) { return dir + "/" + id + ".sskv"; }
+
+void for_each_session(const std::string& dir, const ModelFingerprint& fp, std::vector<std::string>& problems,
+                      int64_t* fallbacks, int64_t* rejected, const std::function<void(SessionRecord&&)>& fn) {
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
+  if (!d) return;
   std::map<std::string, bool> ids;
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
@@ -218,18 +218,25 @@ std::vector<SessionRecord> load_all_sessions(const std::string& dir, const Model
   for (const auto& [id, _] : ids) {
     if (!valid_session_id(id)) continue;
     std::string fallback;
-    auto r = load_session(dir + "/" + id + ".sskv", fp, &fallback);
+    auto r = load_session(session_path(dir, id), fp, &fallback);
     if (!fallback.empty()) {
       problems.push_back(fallback);
       if (fallbacks) ++*fallbacks;
     }
     if (r.ok()) {
-      out.push_back(std::move(r.value()));
+      fn(std::move(r.value()));
     } else {
       problems.push_back(r.error().message);
       if (rejected) ++*rejected;
     }
   }
+}
+
+std::vector<SessionRecord> load_all_sessions(const std::string& dir, const ModelFingerprint& fp,
+                                             std::vector<std::string>& problems, int64_t* fallbacks,
+                                             int64_t* rejected) {
+  std::vector<SessionRecord> out;
+  for_each_session(dir, fp, problems, fallbacks, rejected, [&](SessionRecord&& r) { out.push_back(std::move(r)); });
   return out;
 }
 

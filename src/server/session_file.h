@@ -4,6 +4,7 @@
 // versioned binary format with a checksum. A torn or corrupt file is
 // detected on load and the previous good copy (.bak) is used instead.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,12 @@ Status save_session(const std::string& dir, const SessionRecord& r, const ModelF
 Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp,
                                    std::string* fallback = nullptr);
 Status remove_session(const std::string& dir, const std::string& id);
+std::string session_path(const std::string& dir, const std::string& id);
+// Every session in dir, one at a time (only one record's KV in memory). Each
+// problem is a line in `problems`: a fallback to .bak (counted in *fallbacks)
+// or a session that could not be loaded at all (counted in *rejected).
+void for_each_session(const std::string& dir, const ModelFingerprint& fp, std::vector<std::string>& problems,
+                      int64_t* fallbacks, int64_t* rejected, const std::function<void(SessionRecord&&)>& fn);
 // Every session in dir. Each problem is a line in `problems`: a fallback to
 // .bak (counted in *fallbacks) or a session that could not be loaded at all
 // (counted in *rejected).

@@ -1,0 +1,340 @@
+#include "server/api.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <sstream>
+
+#include "server/json_text.h"
+#include "server/metrics_text.h"
+#include "server/request_parse.h"
+#include "server/web_page.h"
+
+namespace ss {
+
+namespace {
+
+using nlohmann::json;
+
+json error_body(const std::string& msg, const std::string& type, const std::string& param = "") {
+  return {
+      {"error",
+       {{"message", msg}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)}, {"code", nullptr}}}};
+}
+
+std::string error_type(int status) {
+  return status == 401   ? "authentication_error"
+         : status == 403 ? "permission_error"
+         : status == 404 ? "not_found_error"
+         : status == 429 ? "rate_limit_error"
+         : status >= 500 ? "server_error"
+                         : "invalid_request_error";
+}
+
+std::string new_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  std::ostringstream o;
+  o << prefix << std::hex << salt << "-" << counter.fetch_add(1);
+  return o.str();
+}
+
+int64_t now_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+HttpReply json_reply(const json& j) {
+  HttpReply r;
+  r.body = encode_json(j);
+  return r;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+json session_json(const SessionInfo& i) {
+  return json{{"id", i.id},
+              {"object", "session"},
+              {"tokens_seen", i.tokens_seen},
+              {"turns", i.turns},
+              {"tokens_in", i.tokens_in},
+              {"tokens_out", i.tokens_out},
+              {"busy", i.busy},
+              {"resident", i.resident},
+              {"shared_sinks", i.shared_sinks},
+              {"cache",
+               {{"sinks", i.sinks},
+                {"window", i.window},
+                {"capacity_sinks", i.capacity_sinks},
+                {"capacity_window", i.capacity_window},
+                {"evicted", i.evicted}}}};
+}
+
+}  // namespace
+
+HttpReply error_reply(const HttpError& e) {
+  HttpReply r = json_reply(error_body(e.message, error_type(e.status), e.param));
+  r.status = e.status;
+  if (e.retry_after_s > 0) r.headers.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  return r;
+}
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = static_cast<unsigned char>(a.size() != b.size());
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+std::string host_name_of(const std::string& host_header) {
+  std::string h = lower(host_header);
+  if (!h.empty() && h[0] == '[') return h.substr(0, h.find(']') == std::string::npos ? h.size() : h.find(']') + 1);
+  return h.substr(0, h.find(':'));
+}
+
+bool is_loopback_host(const std::string& name) {
+  return name == "localhost" || name == "::1" || name == "[::1]" || name.rfind("127.", 0) == 0 ||
+         (name.size() > 10 && name.compare(name.size() - 10, 10, ".localhost") == 0);
+}
+
+// ---- Generation ----
+
+json Generation::usage() const {
+  std::lock_guard<std::mutex> lk(req->mu);
+  return json{{"prompt_tokens", req->prompt_tokens},
+              {"completion_tokens", req->completion_tokens},
+              {"total_tokens", req->prompt_tokens + req->completion_tokens}};
+}
+
+HttpReply Generation::refusal() const {
+  std::lock_guard<std::mutex> lk(req->mu);
+  return error_reply(HttpError{req->error_status ? req->error_status : 500, req->error, "", req->retry_after_s});
+}
+
+std::vector<std::pair<std::string, std::string>> Generation::stream_headers() const {
+  std::vector<std::pair<std::string, std::string>> h = {{"Cache-Control", "no-cache"}};
+  if (!session_id_.empty()) h.emplace_back("X-Session-Id", session_id_);
+  return h;
+}
+
+std::string Generation::chunk(const json& delta_or_text, const json& finish, bool with_usage) const {
+  json choice = {{"index", 0}, {"finish_reason", finish}};
+  if (chat_)
+    choice["delta"] = delta_or_text;
+  else
+    choice["text"] = delta_or_text;
+  json j = {{"id", id_},
+            {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+            {"created", created_},
+            {"model", model_},
+            {"choices", json::array({choice})}};
+  if (with_usage) {
+    j["usage"] = usage();
+    std::lock_guard<std::mutex> lk(req->mu);
+    if (!req->persist_error.empty()) j["warning"] = req->persist_error;
+  }
+  if (!session_id_.empty()) j["session_id"] = session_id_;
+  return "data: " + encode_json(j) + "\n\n";
+}
+
+std::string Generation::error_events(const std::string& message) {
+  return "data: " + encode_json(error_body(message, "server_error")) + "\n\ndata: [DONE]\n\n";
+}
+
+std::string Generation::events(const std::string& text, bool done) {
+  std::string out;
+  if (!sent_role_ && chat_) {
+    sent_role_ = true;
+    out += chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false);
+  }
+  if (!text.empty()) out += chat_ ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
+  if (done) {
+    std::string reason, error;
+    {
+      std::lock_guard<std::mutex> lk(req->mu);
+      reason = req->finish_reason;
+      error = req->error;
+    }
+    if (reason == "error") return out + error_events(error);
+    out += chunk(chat_ ? json::object() : json(""), reason, true);
+    out += "data: [DONE]\n\n";
+  }
+  return out;
+}
+
+HttpReply Generation::final_reply(const std::string& text) const {
+  std::string reason, persist_error;
+  {
+    std::lock_guard<std::mutex> lk(req->mu);
+    if (req->finish_reason == "error")
+      return error_reply(HttpError{req->error_status ? req->error_status : 500, req->error, "", req->retry_after_s});
+    reason = req->finish_reason;
+    persist_error = req->persist_error;
+  }
+  json choice = {{"index", 0}, {"finish_reason", reason}};
+  if (chat_)
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else
+    choice["text"] = text;
+  json body = {{"id", id_},
+               {"object", chat_ ? "chat.completion" : "text_completion"},
+               {"created", created_},
+               {"model", model_},
+               {"choices", json::array({choice})},
+               {"usage", usage()}};
+  if (!session_id_.empty()) body["session_id"] = session_id_;
+  HttpReply r;
+  if (!persist_error.empty()) {
+    body["warning"] = persist_error;
+    r.headers.emplace_back("X-Sinkstream-Warning", persist_error);
+  }
+  r.body = encode_json(body);
+  return r;
+}
+
+// ---- Api ----
+
+Api::Api(Scheduler& sched, const ServerOptions& opts) : sched_(sched), opts_(opts) {
+  if (opts_.model_name.empty()) {
+    const std::string& src = sched_.model().source;
+    opts_.model_name = src.substr(src.find_last_of('/') + 1);
+  }
+}
+
+HttpRefusal Api::check_headers(const ApiRequest& r) const {
+  // A page on another site whose name resolves to 127.0.0.1 (DNS rebinding)
+  // sends its own name as Host: a loopback server answers only loopback names.
+  if (is_loopback_host(host_name_of(opts_.host)) || opts_.host == "::1") {
+    const std::string host = r.header("Host");
+    const std::string name = host_name_of(host);
+    if (!host.empty() && !is_loopback_host(name) &&
+        std::find(opts_.allowed_hosts.begin(), opts_.allowed_hosts.end(), name) == opts_.allowed_hosts.end())
+      return HttpError{403, "Host '" + host + "' is not allowed on a loopback server (see --allowed-host)"};
+  }
+  const bool protected_path = r.path.rfind("/v1/", 0) == 0 || r.path == "/v1" || r.path == "/metrics";
+  if (!opts_.api_key.empty() && protected_path &&
+      !constant_time_equal(r.header("Authorization"), "Bearer " + opts_.api_key))
+    return HttpError{401, "invalid or missing API key"};
+  if (r.method == "POST") {
+    // A browser form or no-cors fetch cannot send application/json without
+    // a CORS preflight, so requiring it stops cross-site request forgery.
+    const std::string ct = lower(r.header("Content-Type"));
+    std::string media = ct.substr(0, ct.find(';'));
+    while (!media.empty() && media.back() == ' ') media.pop_back();
+    if (media != "application/json")
+      return HttpError{415, "POST bodies must be JSON (Content-Type: application/json), not '" + ct + "'"};
+  }
+  return std::nullopt;
+}
+
+bool Api::quick(const ApiRequest& r, HttpReply& out) const {
+  if (r.method != "GET" && r.method != "HEAD") return false;
+  if (r.path == "/") {
+    out = HttpReply{200, "text/html; charset=utf-8", kWebPage, {}};
+  } else if (r.path == "/health") {
+    out = HttpReply{200, "application/json", R"({"status":"ok"})", {}};
+  } else if (r.path == "/metrics") {
+    out = HttpReply{200, "text/plain; version=0.0.4", render_metrics(sched_.metrics()), {}};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Api::Outcome Api::handle(const ApiRequest& r, std::function<void()> on_update) {
+  static const std::string kSessions = "/v1/sessions/";
+  if (r.method == "GET" && r.path == "/v1/models") {
+    return {
+        json_reply(json{
+            {"object", "list"},
+            {"data", {{{"id", opts_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "sinkstream"}}}}}),
+        nullptr};
+  }
+  if (r.method == "GET" && r.path == "/v1/sessions") {
+    json arr = json::array();
+    for (const auto& i : sched_.sessions()) arr.push_back(session_json(i));
+    return {json_reply(json{{"object", "list"}, {"data", arr}}), nullptr};
+  }
+  if (r.path.rfind(kSessions, 0) == 0 && (r.method == "GET" || r.method == "DELETE")) {
+    const std::string id = r.path.substr(kSessions.size());
+    if (!valid_session_id(id)) return {error_reply({400, "invalid session id", "session_id"}), nullptr};
+    if (r.method == "GET") {
+      auto info = sched_.session(id);
+      if (!info) return {error_reply({404, "unknown session '" + id + "'"}), nullptr};
+      return {json_reply(session_json(*info)), nullptr};
+    }
+    if (!sched_.delete_session(id)) return {error_reply({404, "unknown session '" + id + "'"}), nullptr};
+    return {json_reply(json{{"id", id}, {"object", "session"}, {"deleted", true}}), nullptr};
+  }
+  if (r.method == "POST" && r.path == "/v1/completions") return completion(r, false, std::move(on_update));
+  if (r.method == "POST" && r.path == "/v1/chat/completions") return completion(r, true, std::move(on_update));
+  const bool known = r.path == "/v1/models" || r.path == "/v1/sessions" || r.path.rfind(kSessions, 0) == 0 ||
+                     r.path == "/v1/completions" || r.path == "/v1/chat/completions" || r.path == "/" ||
+                     r.path == "/health" || r.path == "/metrics";
+  if (known) return {error_reply({405, "method " + r.method + " not allowed on " + r.path}), nullptr};
+  return {error_reply({404, "not found"}), nullptr};
+}
+
+Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void()> on_update) {
+  CompletionRequest cr;
+  RequestError perr;
+  if (!parse_completion_body(r.body, chat, opts_.max_tokens_limit, cr, perr))
+    return {error_reply({400, perr.message, perr.param}), nullptr};
+  if (!cr.stream && cr.max_tokens < 0 && opts_.default_max_tokens > 0) cr.max_tokens = opts_.default_max_tokens;
+  auto gr = std::make_shared<GenerationRequest>();
+  gr->sampling = cr.sampling;
+  gr->max_tokens = cr.max_tokens;
+  gr->stop = cr.stop;
+  const std::string sid = cr.session_id.empty() ? r.header("X-Session-Id") : cr.session_id;
+  if (!sid.empty() && !valid_session_id(sid))
+    return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
+  gr->session_id = sid;
+  const bool first_turn = sid.empty() || !sched_.session_exists(sid);
+  const Tokenizer& tok = sched_.tokenizer();
+  const auto& vocab = sched_.model().vocab;
+  if (chat) {
+    std::vector<ChatMessage> msgs = std::move(cr.messages);
+    // A session's cache already holds the conversation up to our last
+    // reply: only the messages after the last assistant message are new.
+    if (!first_turn) {
+      size_t last_assistant = msgs.size();
+      for (size_t i = 0; i < msgs.size(); ++i)
+        if (msgs[i].role == "assistant") last_assistant = i;
+      if (last_assistant < msgs.size())
+        msgs.erase(msgs.begin(), msgs.begin() + static_cast<std::ptrdiff_t>(last_assistant) + 1);
+      if (msgs.empty())
+        return {error_reply({400, "no new messages after the last assistant message", "messages"}), nullptr};
+    }
+    const std::string text = render_chat_turn(opts_.chat, msgs, first_turn);
+    const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
+    gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
+  } else {
+    gr->tokens = tok.encode(cr.prompt, first_turn && vocab.add_bos);
+  }
+  if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
+    return {error_reply({400,
+                         "prompt has " + std::to_string(gr->tokens.size()) + " tokens; the limit is " +
+                             std::to_string(opts_.max_prompt_tokens),
+                         chat ? "messages" : "prompt"}),
+            nullptr};
+  gr->on_update = std::move(on_update);
+  if (auto refused = sched_.submit(gr)) return {error_reply(*refused), nullptr};
+  auto g = std::make_shared<Generation>();
+  g->req = gr;
+  g->stream = cr.stream;
+  g->chat_ = chat;
+  g->id_ = new_id(chat ? "chatcmpl-" : "cmpl-");
+  g->created_ = now_s();
+  g->model_ = opts_.model_name;
+  g->session_id_ = sid;
+  return {HttpReply{}, g};
+}
+
+}  // namespace ss

@@ -1,0 +1,124 @@
+#pragma once
+// The OpenAI-compatible API as plain functions of a request, apart from the
+// transport (http_server.cpp): /v1/models, /v1/completions,
+// /v1/chat/completions (JSON or SSE), /v1/sessions[/{id}], /health,
+// /metrics and the chat page at /. A completion becomes a Generation that
+// the transport drives as the scheduler produces text.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/chat_template.h"
+#include "server/http_error.h"
+#include "server/scheduler.h"
+
+namespace ss {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  std::string model_name;  // empty: the model file or directory name
+  ChatFamily chat = ChatFamily::Plain;
+  size_t max_body_bytes = 1 << 20;  // every framing: Content-Length and chunked
+  size_t max_header_bytes = 16 << 10;
+  int max_header_fields = 100;
+  int64_t max_prompt_tokens = 1 << 16;
+  int64_t max_tokens_limit = 0;  // 0: no limit (endless until EOS or stop)
+  // max_tokens for a non-stream request that names none: its client sees
+  // nothing until the end, so it must end (0: until EOS or a stop string).
+  // Streams without max_tokens stay endless; they end when the client leaves.
+  int64_t default_max_tokens = 4096;
+  int io_threads = 2;            // event loop threads (sockets, timers)
+  int worker_threads = 4;        // request handling that may block (tokenizing, session commands)
+  int max_connections = 4096;    // more are closed at accept (also capped by the fd limit)
+  double header_timeout_s = 10;  // from a request's first byte to the end of its headers
+  double body_timeout_s = 30;    // to read a request body
+  double idle_timeout_s = 120;   // a keep-alive connection waiting for its next request
+  double write_timeout_s = 60;   // a client that stops reading is dropped
+  double drain_s = 10;           // on stop: running requests get this long, then are cancelled
+  // Host names accepted besides the loopback ones when bound to loopback
+  // (DNS-rebinding protection); ignored when bound to another address.
+  std::vector<std::string> allowed_hosts;
+};
+
+struct HttpReply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+HttpReply error_reply(const HttpError& e);
+
+// One completion in flight: formats what the scheduler produces.
+class Generation {
+ public:
+  std::shared_ptr<GenerationRequest> req;
+  bool stream = false;
+  // Not admitted and finished: the refusal as an HTTP status.
+  HttpReply refusal() const;
+  std::vector<std::pair<std::string, std::string>> stream_headers() const;
+  // SSE events for newly produced text; with done, the final chunk (usage,
+  // finish_reason) or an error event, and [DONE].
+  std::string events(const std::string& text, bool done);
+  // An error event and [DONE] (something failed while streaming).
+  static std::string error_events(const std::string& message);
+  // The whole answer of a non-stream request.
+  HttpReply final_reply(const std::string& text) const;
+
+ private:
+  friend class Api;
+  std::string chunk(const nlohmann::json& delta_or_text, const nlohmann::json& finish, bool with_usage) const;
+  nlohmann::json usage() const;
+  bool chat_ = false;
+  bool sent_role_ = false;
+  std::string id_, model_, session_id_;
+  int64_t created_ = 0;
+};
+
+struct ApiRequest {
+  std::string method;
+  std::string path;  // without the query string
+  std::string body;
+  std::function<std::string(const std::string&)> header;  // "" when absent
+};
+
+class Api {
+ public:
+  Api(Scheduler& sched, const ServerOptions& opts);
+  const ServerOptions& options() const { return opts_; }
+  Scheduler& scheduler() { return sched_; }
+
+  // Checks that need only the headers, before the body is read and before
+  // any work: Host (DNS rebinding), API key, content type. nullopt: go on.
+  HttpRefusal check_headers(const ApiRequest& r) const;
+  // Routes that answer at once without blocking (/health, /, /metrics):
+  // true if r was one of them.
+  bool quick(const ApiRequest& r, HttpReply& out) const;
+  // Every other route. May block (tokenizing, session commands): run it off
+  // the event loop. A completion that was queued returns its Generation,
+  // whose request calls on_update on every change.
+  struct Outcome {
+    HttpReply reply;
+    std::shared_ptr<Generation> gen;
+  };
+  Outcome handle(const ApiRequest& r, std::function<void()> on_update);
+
+ private:
+  Outcome completion(const ApiRequest& r, bool chat, std::function<void()> on_update);
+  Scheduler& sched_;
+  ServerOptions opts_;
+};
+
+// Constant-time comparison for API keys.
+bool constant_time_equal(const std::string& a, const std::string& b);
+// "localhost:8080" -> "localhost", "[::1]:80" -> "[::1]".
+std::string host_name_of(const std::string& host_header);
+bool is_loopback_host(const std::string& name);
+
+}  // namespace ss

@@ -1,0 +1,52 @@
+#pragma once
+// One generation request and its output channel between the scheduler thread
+// (producer) and the HTTP side (consumer). The HTTP side either blocks on
+// take()/wait_admitted() or registers on_update, which the scheduler calls
+// (with no lock held) after every change: admitted, text, finished.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sample/sampler.h"
+
+namespace ss {
+
+struct GenerationRequest {
+  std::vector<int32_t> tokens;  // new tokens to prefill
+  SamplingParams sampling;
+  int64_t max_tokens = -1;  // -1: until EOS or a stop string
+  std::vector<std::string> stop;
+  std::string session_id;  // empty: a one-off sequence
+  // Set before submit; called from the scheduler thread.
+  std::function<void()> on_update;
+
+  // Output, guarded by mu.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string pending_text;  // produced, not yet taken by the HTTP side
+  bool finished = false;
+  std::string finish_reason;  // stop | length | cancelled | error
+  std::string error;
+  int error_status = 0;
+  int retry_after_s = 0;
+  std::string persist_error;  // the turn was served but its session could not be saved
+  bool admitted = false;      // joined the running batch (streams start only then)
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  std::atomic<bool> cancelled{false};
+
+  // Waits until text is available or the request finished; returns the text.
+  std::string take(bool& done, std::chrono::milliseconds timeout);
+  // Non-blocking: the text so far and whether the request finished.
+  std::string poll(bool& done);
+  // Waits until the request runs or has finished (e.g. refused); true if it runs.
+  bool wait_admitted();
+  // Wakes waiters and calls on_update (mu must not be held).
+  void notify();
+};
+
+}  // namespace ss

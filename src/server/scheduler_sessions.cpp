@@ -1,0 +1,271 @@
+// Sessions and the KV budget: queries, deletion, durable state, and moving
+// idle sessions between the pool and disk (least recently used first).
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "server/scheduler.h"
+
+namespace ss {
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  for (auto& a : active_) finish(a, "cancelled");
+  for (auto& q : queue_) {
+    {
+      std::lock_guard<std::mutex> lk(q->mu);
+      q->finished = true;
+      q->finish_reason = "cancelled";
+    }
+    q->notify();
+  }
+  if (own_spill_dir_) {
+    if (DIR* d = ::opendir(spill_dir_.c_str())) {
+      while (dirent* e = ::readdir(d))
+        if (e->d_name[0] != '.') ::unlink((spill_dir_ + "/" + e->d_name).c_str());
+      ::closedir(d);
+    }
+    ::rmdir(spill_dir_.c_str());
+  }
+}
+
+int Scheduler::blocks_per_sequence() const {
+  const KvPolicy p = opts_.policy.bounded() ? opts_.policy : KvPolicy::dense();
+  return blocks_needed(p, model_->config.trained_context, engine_.options().block_tokens, engine_.options().max_chunk);
+}
+
+int Scheduler::blocks_promised(int extra) const {
+  const int per = blocks_per_sequence();
+  int need = extra;
+  for (const auto& a : active_)
+    if (const SequenceKv* s = engine_.sequence(a.seq)) need += std::max(0, per - s->blocks_held());
+  return need;
+}
+
+bool Scheduler::make_room(int need) {
+  sinks_.prune(engine_.pool());
+  std::vector<std::string> failed;
+  while (engine_.pool().free_blocks() < need) {
+    std::string victim;
+    uint64_t oldest = UINT64_MAX;
+    for (auto& [id, s] : sessions_)
+      if (s.seq >= 0 && !s.busy && s.last_used < oldest &&
+          std::find(failed.begin(), failed.end(), id) == failed.end()) {
+        oldest = s.last_used;
+        victim = id;
+      }
+    if (victim.empty()) return false;
+    if (!spill(victim, sessions_[victim])) failed.push_back(victim);
+    sinks_.prune(engine_.pool());
+  }
+  return true;
+}
+
+bool Scheduler::spill(const std::string& id, Session& s) {
+  if (s.seq < 0) return true;
+  if (!s.file_current) {
+    if (session_dir().empty()) return false;
+    SessionRecord r;
+    r.id = id;
+    r.state = engine_.export_sequence(s.seq);
+    r.pending = s.pending;
+    r.turns = s.turns;
+    r.tokens_in = s.tokens_in;
+    r.tokens_out = s.tokens_out;
+    if (auto st = save_session(session_dir(), r, fp_); !st.ok()) {
+      std::fprintf(stderr, "[sinkstream] cannot spill session %s: %s (it stays in the pool)\n", id.c_str(),
+                   st.error().message.c_str());
+      std::lock_guard<std::mutex> lock(mu_);
+      ++metrics_.persist_errors;
+      return false;
+    }
+    s.file_current = true;
+  }
+  engine_.free_sequence(s.seq);
+  s.seq = -1;
+  s.shared_sinks = false;  // it owns its sinks when it comes back
+  std::lock_guard<std::mutex> lock(mu_);
+  s.info.resident = false;
+  s.info.shared_sinks = false;
+  ++metrics_.session_spills;
+  return true;
+}
+
+Status Scheduler::unspill(const std::string& id, Session& s) {
+  std::string fallback;
+  auto r = load_session(session_path(session_dir(), id), fp_, &fallback);
+  if (!fallback.empty()) {
+    std::fprintf(stderr, "[sinkstream] session %s: %s\n", id.c_str(), fallback.c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.session_fallbacks;
+  }
+  if (!r.ok()) return r.error();
+  auto seq = engine_.import_sequence(r.value().state);
+  if (!seq.ok()) return seq.error();
+  s.seq = seq.value();
+  if (!fallback.empty()) {  // the previous copy is one turn behind: take all of it
+    s.pending = r.value().pending;
+    s.turns = r.value().turns;
+    s.tokens_in = r.value().tokens_in;
+    s.tokens_out = r.value().tokens_out;
+  }
+  if (opts_.state_dir.empty()) {
+    (void)remove_session(spill_dir_, id);  // the turn about to run makes it stale anyway
+    s.file_current = false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++metrics_.session_restores;
+  return ok_status();
+}
+
+std::optional<SessionInfo> Scheduler::session(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return std::nullopt;
+  return it->second.info;
+}
+
+bool Scheduler::session_exists(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sessions_.count(id) != 0;
+}
+
+std::vector<SessionInfo> Scheduler::sessions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SessionInfo> out;
+  for (const auto& [id, s] : sessions_) out.push_back(s.info);
+  return out;
+}
+
+bool Scheduler::delete_session(const std::string& id) {
+  return run_on_loop<bool>([this, id] {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return false;
+    for (auto& a : active_)
+      if (a.session == &it->second) a.req->cancelled = true, a.session = nullptr, a.seq = -1;
+    if (it->second.seq >= 0) engine_.free_sequence(it->second.seq);
+    sessions_.erase(it);
+    sinks_.prune(engine_.pool());  // its sink blocks, if registered, go back to the pool now
+    refresh_pool_metrics();
+    if (!session_dir().empty()) (void)remove_session(session_dir(), id);
+    return true;
+  });
+}
+
+SchedulerMetrics Scheduler::metrics() {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerMetrics m = metrics_;
+  m.queued = static_cast<int64_t>(queue_.size());
+  m.sessions = static_cast<int64_t>(sessions_.size());
+  m.sessions_resident = 0;
+  for (const auto& [id, s] : sessions_) m.sessions_resident += s.info.resident ? 1 : 0;
+  m.sessions_spilled = m.sessions - m.sessions_resident;
+  return m;
+}
+
+int Scheduler::retry_after_s() const {
+  // Waiting requests drain max_batch at a time, each taking about the mean
+  // request time: a retry after that many rounds may find room.
+  const double rounds = static_cast<double>(queue_.size()) / std::max(1, opts_.max_batch) + 1.0;
+  return static_cast<int>(std::clamp(std::ceil(mean_request_s_ * rounds), 1.0, 600.0));
+}
+
+namespace {
+void fill_cache_info(SessionInfo& i, const KvPolicy& p, int64_t n_seen, int64_t cached) {
+  i.tokens_seen = n_seen;
+  i.sinks = std::min(p.sinks, n_seen);
+  i.window = cached - i.sinks;
+  i.capacity_sinks = p.sinks;
+  i.capacity_window = p.bounded() ? p.window : -1;
+  i.evicted = n_seen - cached;
+}
+}  // namespace
+
+void Scheduler::refresh_info(const std::string& id, Session& s) {
+  SessionInfo& i = s.info;
+  i.id = id;
+  i.turns = s.turns;
+  i.tokens_in = s.tokens_in;
+  i.tokens_out = s.tokens_out;
+  i.busy = s.busy;
+  i.shared_sinks = s.shared_sinks;
+  i.resident = s.seq >= 0;
+  if (const SequenceKv* seq = engine_.sequence(s.seq))
+    fill_cache_info(i, seq->policy(), seq->n_seen(), seq->cached_entries());
+}
+
+Status Scheduler::persist(const std::string& id, Session& s) {
+  if (opts_.state_dir.empty()) return ok_status();
+  SessionRecord r;
+  r.id = id;
+  r.state = engine_.export_sequence(s.seq);
+  r.pending = s.pending;
+  r.turns = s.turns;
+  r.tokens_in = s.tokens_in;
+  r.tokens_out = s.tokens_out;
+  std::string note;
+  const Status st = save_session(opts_.state_dir, r, fp_, &note);
+  if (!note.empty()) {
+    std::fprintf(stderr, "[sinkstream] session %s: %s\n", id.c_str(), note.c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.session_files_discarded;
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "[sinkstream] cannot persist session %s: %s (serving continues)\n", id.c_str(),
+                 st.error().message.c_str());
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.persist_errors;
+    return st;
+  }
+  s.file_current = true;
+  return ok_status();
+}
+
+void Scheduler::restore_sessions() {
+  // Sessions come back spilled: each file is validated now (a bad one is
+  // reported at start, not on its next turn), but its KV is read into the
+  // pool only when the session is used again.
+  const int per = blocks_per_sequence();
+  const auto& eo = engine_.options();
+  for_each_session(
+      opts_.state_dir, fp_, startup_log_, &metrics_.session_fallbacks, &metrics_.session_files_rejected,
+      [&](SessionRecord&& r) {
+        const KvPolicy& p = r.state.policy;
+        if (!p.bounded() || blocks_needed(p, model_->config.trained_context, eo.block_tokens, eo.max_chunk) > per) {
+          startup_log_.push_back("session " + r.id + " was saved with policy " + p.name() +
+                                 ", larger than this server's " + opts_.policy.name() + "; not restored");
+          ++metrics_.session_files_rejected;
+          return;
+        }
+        if (p.name() != opts_.policy.name())
+          startup_log_.push_back("session " + r.id + " was saved with policy " + p.name() + "; restored with it");
+        Session s;
+        s.pending = r.pending;
+        s.turns = r.turns;
+        s.tokens_in = r.tokens_in;
+        s.tokens_out = r.tokens_out;
+        s.file_current = true;
+        auto& ref = sessions_[r.id] = std::move(s);
+        refresh_info(r.id, ref);
+        fill_cache_info(ref.info, p, r.state.n_seen, static_cast<int64_t>(r.state.indices.size()));
+        startup_log_.push_back("restored session " + r.id + " (" + std::to_string(ref.info.tokens_seen) +
+                               " tokens seen, on disk)");
+      });
+}
+
+void Scheduler::refresh_pool_metrics() {
+  metrics_.kv_blocks_used = engine_.pool().used_blocks();
+  metrics_.kv_blocks_total = engine_.pool().total_blocks();
+  metrics_.kv_blocks_shared = sinks_.blocks();
+}
+
+}  // namespace ss
