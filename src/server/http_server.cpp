@@ -247,6 +247,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_outcome(const Api::Outcome& o) {
     if (!o.gen) return respond(o.reply);
     gen_ = o.gen;
+    // The connection lives while its answer is generated, whatever else is
+    // pending on it: updates reach it through a weak reference.
+    hold_ = shared_from_this();
     if (closed_) return cancel_generation();
     watch_disconnect();
     pump();
@@ -312,6 +315,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::shared_ptr<Generation> end_generation() {
     auto g = std::move(gen_);
     gen_.reset();
+    hold_.reset();  // callers run in a handler that holds the connection too
     streaming_ = false;
     text_.clear();
     return g;
@@ -322,6 +326,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       gen_->req->cancelled = true;
       srv_.api.scheduler().wake();
     }
+    hold_.reset();
   }
 
   // A client that leaves while its answer is being generated (stream or
@@ -336,8 +341,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (ec) return self->close();
       char c;
       const ssize_t n = ::recv(self->stream_.socket().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return self->close();
-      // n > 0: the next request arrived already (pipelining); it waits.
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return self->close();
+      // Readiness without data (it happens): keep watching. n > 0: the next
+      // request arrived already (pipelining); it waits its turn.
+      if (n < 0) self->watch_disconnect();
     });
   }
 
@@ -397,6 +404,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   ApiRequest req_;
   bool idle_ = false, closed_ = false, keep_alive_ = true, head_only_ = false;
   std::shared_ptr<Generation> gen_;
+  std::shared_ptr<Connection> hold_;  // self, while gen_ runs
   bool streaming_ = false, watching_ = false;
   std::string text_;  // a non-stream answer so far
   std::deque<std::string> outq_;
