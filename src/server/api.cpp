@@ -292,6 +292,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   gr->sampling = cr.sampling;
   gr->max_tokens = cr.max_tokens;
   gr->stop = cr.stop;
+  gr->ignore_eos = cr.ignore_eos;
   const std::string sid = cr.session_id.empty() ? r.header("X-Session-Id") : cr.session_id;
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};

@@ -21,6 +21,7 @@ struct GenerationRequest {
   SamplingParams sampling;
   int64_t max_tokens = -1;  // -1: until EOS or a stop string
   std::vector<std::string> stop;
+  bool ignore_eos = false;
   std::string session_id;  // empty: a one-off sequence
   // Set before submit; called from the scheduler thread.
   std::function<void()> on_update;

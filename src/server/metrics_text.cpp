@@ -25,6 +25,8 @@ std::string render_metrics(const SchedulerMetrics& m) {
          "Requests refused for capacity (queue full, session limit, KV pool too small).", m.requests_rejected);
   metric("sinkstream_requests_preempted_total", "counter", "Requests failed because a step could not get KV blocks.",
          m.preempted);
+  metric("sinkstream_requests_cancelled_total", "counter",
+         "Requests that ended because their client disconnected (or at shutdown).", m.cancelled);
   metric("sinkstream_tokens_in_total", "counter", "Prompt tokens prefilled.", m.tokens_in);
   metric("sinkstream_tokens_out_total", "counter", "Tokens generated.", m.tokens_out);
   metric("sinkstream_active_requests", "gauge", "Requests in the running batch.", m.active);

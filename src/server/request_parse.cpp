@@ -55,6 +55,10 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
     if (!j["n"].is_number_integer() || j["n"].get<int64_t>() < 1) return "'n' must be a positive integer";
     if (j["n"].get<int64_t>() != 1) return "'n' > 1 is not supported: one choice per request (send n requests)";
   }
+  if (j.contains("ignore_eos") && !j["ignore_eos"].is_null()) {
+    if (!j["ignore_eos"].is_boolean()) return "'ignore_eos' must be a boolean";
+    r.ignore_eos = j["ignore_eos"].get<bool>();
+  }
   stream = false;
   if (j.contains("stream") && !j["stream"].is_null()) {
     if (!j["stream"].is_boolean()) return "'stream' must be a boolean";
@@ -107,6 +111,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
   out.sampling = gr.sampling;
   out.max_tokens = gr.max_tokens;
   out.stop = gr.stop;
+  out.ignore_eos = gr.ignore_eos;
   if (j.contains("session_id") && !j["session_id"].is_null()) {
     if (!j["session_id"].is_string()) {
       err = {"'session_id' must be a string", "session_id"};

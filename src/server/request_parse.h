@@ -18,7 +18,8 @@ struct CompletionRequest {
   int64_t max_tokens = -1;
   std::vector<std::string> stop;
   bool stream = false;
-  std::string session_id;  // from the body; empty if absent
+  bool ignore_eos = false;  // generate past end-of-sequence (benchmarks, tests; as llama.cpp's server)
+  std::string session_id;   // from the body; empty if absent
 };
 
 struct RequestError {

@@ -287,6 +287,10 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   }
   a.req->notify();
   sinks_.prune(engine_.pool());
+  if (reason == "cancelled") {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.cancelled;
+  }
 }
 
 void Scheduler::step() {
@@ -348,7 +352,7 @@ void Scheduler::step() {
       std::lock_guard<std::mutex> lk(r.mu);
       ++r.completion_tokens;
     }
-    if (model_->vocab.is_eog(tok)) {
+    if (!r.ignore_eos && model_->vocab.is_eog(tok)) {
       finish(a, "stop");
       continue;
     }

@@ -40,7 +40,9 @@ struct SchedulerMetrics {
   int64_t sessions_resident = 0, sessions_spilled = 0;  // gauges: KV in the pool / on disk
   int64_t session_spills = 0, session_restores = 0;     // counters
   int64_t kv_blocks_used = 0, kv_blocks_total = 0, kv_blocks_shared = 0;
-  int64_t preempted = 0;  // requests failed because a step could not get blocks
+  int64_t preempted = 0;
+  int64_t cancelled = 0;  // requests that ended because their client left (or on shutdown)  // requests failed because
+                          // a step could not get blocks
   Histogram token_latency_ms{{0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000}};
   Histogram batch_size{{1, 2, 4, 8, 16, 32, 64, 128, 256}};
   int64_t persist_errors = 0;
