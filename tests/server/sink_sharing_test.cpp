@@ -5,6 +5,7 @@
 // session is deleted the pool is back to its baseline.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 
 #include "runtime_helpers.h"
@@ -124,6 +125,121 @@ TEST(SinkSharing, RandomWorkloadEqualsFreshSchedulerPerSession) {
     EXPECT_EQ(turn(oracle, tokens, "", 8), answer);
   }
   EXPECT_EQ(blocks_used(shared), baseline) << "blocks leaked after every session was deleted";
+}
+
+
+// The same differential check under pressure: a pool with room for two live
+// sequences (idle sessions spill to disk and come back), requests submitted
+// several at a time (batched together), seeded sampling as well as greedy,
+// and restarts of the scheduler on its state directory. Every completed turn
+// must equal a fresh scheduler's answer for that session's transcript alone.
+TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshScheduler) {
+  auto m = test::stories_gguf();
+  const auto text = test::read_ids(test::shared("golden/stories260K/tokens.txt"));
+  std::mt19937 rng(41);
+  const std::string dir = test::temp_path("differential_state");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SchedulerOptions tight = options();
+  tight.kv_blocks = 2 * blocks_needed(tight.policy, 0, 16, tight.max_chunk);
+  tight.state_dir = dir;
+  auto shared = std::make_unique<Scheduler>(m, tight);
+  struct Turn {
+    std::vector<int32_t> tokens;
+    int64_t max_tokens;
+    uint64_t seed;  // 0: greedy
+    std::string answer;
+  };
+  struct Pending {
+    std::string id;
+    Turn t;
+    std::shared_ptr<GenerationRequest> req;
+  };
+  auto make = [](const Turn& t, const std::string& id) {
+    auto r = std::make_shared<GenerationRequest>();
+    r->tokens = t.tokens;
+    r->max_tokens = t.max_tokens;
+    r->session_id = id;
+    r->sampling.temperature = t.seed ? 0.9f : 0.0f;
+    r->sampling.seed = t.seed;
+    return r;
+  };
+  auto wait = [](GenerationRequest& r) {
+    std::string text;
+    for (bool done = false; !done;) text += r.take(done, std::chrono::milliseconds(1000));
+    return text + "|" + r.finish_reason;
+  };
+  std::map<std::string, std::vector<Turn>> transcripts;
+  std::vector<Turn> one_offs;
+  int64_t spills = 0, restarts = 0;
+  for (int op = 0; op < 30; ++op) {
+    const int kind = static_cast<int>(rng() % 10);
+    if (kind < 8) {
+      // A batch: up to three distinct sessions and a one-off, submitted together.
+      std::vector<Pending> batch;
+      std::vector<std::string> ids;
+      for (int k = 0; k < 3; ++k) {
+        const std::string id = "s" + std::to_string(rng() % 6);
+        if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
+        ids.push_back(id);
+        const bool first = transcripts[id].empty();
+        const size_t at = first ? 40 * (rng() % 3) : 100 + rng() % 1800;
+        Turn t{slice(text, at, 4 + rng() % (first ? 12 : 70)), static_cast<int64_t>(1 + rng() % 8),
+               rng() % 2 ? 0 : 1 + rng() % 1000, ""};
+        batch.push_back({id, t, make(t, id)});
+      }
+      Turn o{slice(text, 200 + rng() % 1500, 8 + rng() % 40), 6, rng() % 2 ? 0 : 7, ""};
+      batch.push_back({"", o, make(o, "")});
+      for (auto& p : batch) {
+        auto refused = shared->submit(p.req);
+        ASSERT_FALSE(refused) << refused->message;
+      }
+      for (auto& p : batch) {
+        p.t.answer = wait(*p.req);
+        if (p.id.empty())
+          one_offs.push_back(p.t);
+        else
+          transcripts[p.id].push_back(p.t);
+      }
+    } else if (kind == 8) {
+      spills += shared->metrics().session_spills;
+      shared.reset();  // a restart: sessions come back from the state directory
+      shared = std::make_unique<Scheduler>(m, tight);
+      ++restarts;
+    } else if (!transcripts.empty()) {
+      auto it = transcripts.begin();
+      std::advance(it, static_cast<std::ptrdiff_t>(rng() % transcripts.size()));
+      Scheduler oracle(m, options());
+      for (const auto& t : it->second) EXPECT_EQ(wait(*[&] {
+                                                   auto r = make(t, "x");
+                                                   EXPECT_FALSE(oracle.submit(r));
+                                                   return r;
+                                                 }()),
+                                                 t.answer)
+          << it->first << " (deleted)";
+      EXPECT_TRUE(shared->delete_session(it->first));
+      transcripts.erase(it);
+    }
+  }
+  spills += shared->metrics().session_spills;
+  EXPECT_GT(spills, 5) << "the workload did not put the pool under pressure";
+  EXPECT_GT(restarts, 0);
+  auto oracle_answer = [&](Scheduler& oracle, const Turn& t, const std::string& id) {
+    auto r = make(t, id);
+    EXPECT_FALSE(oracle.submit(r));
+    return wait(*r);
+  };
+  for (const auto& [id, tr] : transcripts) {
+    Scheduler oracle(m, options());
+    for (size_t i = 0; i < tr.size(); ++i) EXPECT_EQ(oracle_answer(oracle, tr[i], "x"), tr[i].answer) << id << " turn " << i;
+    EXPECT_TRUE(shared->delete_session(id));
+  }
+  for (const auto& t : one_offs) {
+    Scheduler oracle(m, options());
+    EXPECT_EQ(oracle_answer(oracle, t, ""), t.answer);
+  }
+  EXPECT_EQ(blocks_used(*shared), 0) << "blocks leaked after every session was deleted";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
