@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -387,12 +388,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (writing_ || !outq_.empty()) return;
     complete_after_write_ = false;
     head_only_ = false;
-    if (!keep_alive_ || srv_.draining) {
-      beast::error_code ec;
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-      return close();
-    }
+    if (!keep_alive_ || srv_.draining) return linger_close();
     wait_for_request();
+  }
+
+  // A close with unread input (the rest of a refused body) makes the kernel
+  // send a reset, and the client may lose the answer it has not read yet:
+  // stop sending, then read and discard for a moment (as nginx's lingering
+  // close does), bounded in time and bytes.
+  void linger_close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return close();
+    stream_.expires_after(std::chrono::seconds(2));
+    linger(std::make_shared<std::array<char, 16384>>(), 4 << 20);
+  }
+  void linger(std::shared_ptr<std::array<char, 16384>> buf, size_t left) {
+    auto self = shared_from_this();
+    stream_.async_read_some(net::buffer(*buf), [self, buf, left](beast::error_code ec, size_t n) {
+      if (ec || n >= left) return self->close();
+      self->linger(buf, left - n);
+    });
   }
 
   HttpServer::Impl& srv_;
