@@ -89,9 +89,11 @@ struct HttpServer::Impl {
   // Destroyed first (declared last): pending handlers, and the connections
   // they hold, go while everything above still exists.
   net::io_context ioc;
-  tcp::acceptor acceptor{ioc};
-  net::steady_timer accept_retry{ioc};
-  net::steady_timer drain_timer{ioc};
+  // The listener and the drain run on one strand (they touch the acceptor).
+  net::strand<net::io_context::executor_type> control{net::make_strand(ioc)};
+  tcp::acceptor acceptor{control};
+  net::steady_timer accept_retry{control};
+  net::steady_timer drain_timer{control};
 
   void accept();
   void begin_drain();
@@ -538,8 +540,8 @@ int HttpServer::bind() {
 bool HttpServer::serve() {
   Impl& s = *impl_;
   if (!s.acceptor.is_open()) return false;
-  s.accept();
-  if (s.stop_requested) net::post(s.ioc, [&s] { s.begin_drain(); });
+  net::post(s.control, [&s] { s.accept(); });
+  if (s.stop_requested) net::post(s.control, [&s] { s.begin_drain(); });
   std::vector<std::thread> threads;
   for (int i = 1; i < std::max(1, s.opts.io_threads); ++i) threads.emplace_back([&s] { s.ioc.run(); });
   s.ioc.run();
@@ -549,7 +551,7 @@ bool HttpServer::serve() {
 
 void HttpServer::stop() {
   impl_->stop_requested = true;
-  net::post(impl_->ioc, [s = impl_.get()] { s->begin_drain(); });
+  net::post(impl_->control, [s = impl_.get()] { s->begin_drain(); });
 }
 
 }  // namespace ss
