@@ -173,11 +173,10 @@ HttpReply Generation::final_reply(const std::string& text) const {
   std::string reason, persist_error;
   {
     std::lock_guard<std::mutex> lk(req->mu);
-    if (req->finish_reason == "error")
-      return error_reply(HttpError{req->error_status ? req->error_status : 500, req->error, "", req->retry_after_s});
     reason = req->finish_reason;
     persist_error = req->persist_error;
   }
+  if (reason == "error") return refusal();
   json choice = {{"index", 0}, {"finish_reason", reason}};
   if (chat_)
     choice["message"] = {{"role", "assistant"}, {"content", text}};

@@ -60,7 +60,7 @@ class Generation {
  public:
   std::shared_ptr<GenerationRequest> req;
   bool stream = false;
-  // Not admitted and finished: the refusal as an HTTP status.
+  // A request that failed (refused before it ran, or an error while it ran) as an HTTP status.
   HttpReply refusal() const;
   std::vector<std::pair<std::string, std::string>> stream_headers() const;
   // SSE events for newly produced text; with done, the final chunk (usage,

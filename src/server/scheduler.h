@@ -120,6 +120,7 @@ class Scheduler {
   // Spills idle sessions (least recently used first) until `need` blocks are
   // free; false if that is impossible now.
   bool make_room(int need);
+  SessionRecord record_of(const std::string& id, const Session& s) const;
   bool spill(const std::string& id, Session& s);
   Status unspill(const std::string& id, Session& s);
   void refresh_info(const std::string& id, Session& s);

@@ -69,18 +69,22 @@ bool Scheduler::make_room(int need) {
   return true;
 }
 
+SessionRecord Scheduler::record_of(const std::string& id, const Session& s) const {
+  SessionRecord r;
+  r.id = id;
+  r.state = engine_.export_sequence(s.seq);
+  r.pending = s.pending;
+  r.turns = s.turns;
+  r.tokens_in = s.tokens_in;
+  r.tokens_out = s.tokens_out;
+  return r;
+}
+
 bool Scheduler::spill(const std::string& id, Session& s) {
   if (s.seq < 0) return true;
   if (!s.file_current) {
     if (session_dir().empty()) return false;
-    SessionRecord r;
-    r.id = id;
-    r.state = engine_.export_sequence(s.seq);
-    r.pending = s.pending;
-    r.turns = s.turns;
-    r.tokens_in = s.tokens_in;
-    r.tokens_out = s.tokens_out;
-    if (auto st = save_session(session_dir(), r, fp_); !st.ok()) {
+    if (auto st = save_session(session_dir(), record_of(id, s), fp_); !st.ok()) {
       std::fprintf(stderr, "[sinkstream] cannot spill session %s: %s (it stays in the pool)\n", id.c_str(),
                    st.error().message.c_str());
       std::lock_guard<std::mutex> lock(mu_);
@@ -205,15 +209,8 @@ void Scheduler::refresh_info(const std::string& id, Session& s) {
 
 Status Scheduler::persist(const std::string& id, Session& s) {
   if (opts_.state_dir.empty()) return ok_status();
-  SessionRecord r;
-  r.id = id;
-  r.state = engine_.export_sequence(s.seq);
-  r.pending = s.pending;
-  r.turns = s.turns;
-  r.tokens_in = s.tokens_in;
-  r.tokens_out = s.tokens_out;
   std::string note;
-  const Status st = save_session(opts_.state_dir, r, fp_, &note);
+  const Status st = save_session(opts_.state_dir, record_of(id, s), fp_, &note);
   if (!note.empty()) {
     std::fprintf(stderr, "[sinkstream] session %s: %s\n", id.c_str(), note.c_str());
     std::lock_guard<std::mutex> lock(mu_);
