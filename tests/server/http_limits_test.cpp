@@ -135,7 +135,10 @@ TEST(HttpLimits, HeaderBytesAndFieldsAreBoundedAndNulIsRefused) {
   EXPECT_EQ(status_of(read_some(fd, 5, "\r\n\r\n")), 431);
   ::close(fd);
   fd = connect_to(srv.port);
-  send_all(fd, std::string("GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k\0x\r\n\r\n", 75));
+  std::string nul = "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k";
+  nul += '\0';
+  nul += "x\r\n\r\n";
+  send_all(fd, nul);
   const int st = status_of(read_some(fd, 5, "\r\n\r\n"));
   EXPECT_EQ(st, 400);
   ::close(fd);
