@@ -92,9 +92,13 @@ void Scheduler::loop() {
     run_commands();
     admit();
     if (!active_.empty()) step();
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     metrics_.active = static_cast<int64_t>(active_.size());
     refresh_pool_metrics();
+    // Requests wait but nothing runs (no idle session could be spilled, e.g.
+    // the disk is full): retry shortly instead of spinning.
+    if (active_.empty() && !queue_.empty() && commands_.empty() && !stop_)
+      cv_.wait_for(lock, std::chrono::milliseconds(50));
   }
 }
 
