@@ -12,12 +12,6 @@
 
 namespace ss::cli {
 
-namespace {
-bool is_loopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-}  // namespace
-
 ServeCommand::ServeCommand(CLI::App& app) {
   sub_ = app.add_subcommand("serve", "OpenAI-compatible server with endless sessions and continuous batching");
   model_.add(*sub_);
@@ -115,7 +109,7 @@ int ServeCommand::run() {
     if (stat(state_dir_.c_str(), &st) != 0 && mkdir(state_dir_.c_str(), 0700) != 0)
       return fail(state_dir_ + ": cannot create");
   }
-  if (!is_loopback(host_) && api_key_.empty())
+  if (!is_loopback_host(host_) && api_key_.empty())
     std::fprintf(stderr, "warning: serving on %s without --api-key: anyone who can reach it can use it\n",
                  host_.c_str());
   SchedulerOptions sopts;

@@ -50,11 +50,6 @@ HttpReply json_reply(const json& j) {
   return r;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 json session_json(const SessionInfo& i) {
   return json{{"id", i.id},
               {"object", "session"},
@@ -93,8 +88,13 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
+std::string ascii_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 std::string host_name_of(const std::string& host_header) {
-  std::string h = lower(host_header);
+  std::string h = ascii_lower(host_header);
   if (!h.empty() && h[0] == '[') return h.substr(0, h.find(']') == std::string::npos ? h.size() : h.find(']') + 1);
   return h.substr(0, h.find(':'));
 }
@@ -115,7 +115,7 @@ json Generation::usage() const {
 
 HttpReply Generation::refusal() const {
   std::lock_guard<std::mutex> lk(req->mu);
-  return error_reply(HttpError{req->error_status ? req->error_status : 500, req->error, "", req->retry_after_s});
+  return error_reply(HttpError{req->error_status ? req->error_status : 500, req->error});
 }
 
 std::vector<std::pair<std::string, std::string>> Generation::stream_headers() const {
@@ -124,17 +124,19 @@ std::vector<std::pair<std::string, std::string>> Generation::stream_headers() co
   return h;
 }
 
-std::string Generation::chunk(const json& delta_or_text, const json& finish, bool with_usage) const {
+json Generation::envelope(const json& content, const json& finish, bool stream_chunk) const {
   json choice = {{"index", 0}, {"finish_reason", finish}};
-  if (chat_)
-    choice["delta"] = delta_or_text;
-  else
-    choice["text"] = delta_or_text;
-  json j = {{"id", id_},
-            {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
-            {"created", created_},
-            {"model", model_},
-            {"choices", json::array({choice})}};
+  // Chat: a delta per chunk, a message at the end; completions: text.
+  choice[chat_ ? (stream_chunk ? "delta" : "message") : "text"] = content;
+  return {{"id", id_},
+          {"object", chat_ ? (stream_chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+          {"created", created_},
+          {"model", model_},
+          {"choices", json::array({choice})}};
+}
+
+std::string Generation::chunk(const json& delta_or_text, const json& finish, bool with_usage) const {
+  json j = envelope(delta_or_text, finish, true);
   if (with_usage) {
     j["usage"] = usage();
     std::lock_guard<std::mutex> lk(req->mu);
@@ -177,17 +179,8 @@ HttpReply Generation::final_reply(const std::string& text) const {
     persist_error = req->persist_error;
   }
   if (reason == "error") return refusal();
-  json choice = {{"index", 0}, {"finish_reason", reason}};
-  if (chat_)
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else
-    choice["text"] = text;
-  json body = {{"id", id_},
-               {"object", chat_ ? "chat.completion" : "text_completion"},
-               {"created", created_},
-               {"model", model_},
-               {"choices", json::array({choice})},
-               {"usage", usage()}};
+  json body = envelope(chat_ ? json{{"role", "assistant"}, {"content", text}} : json(text), reason, false);
+  body["usage"] = usage();
   if (!session_id_.empty()) body["session_id"] = session_id_;
   HttpReply r;
   if (!persist_error.empty()) {
@@ -210,7 +203,7 @@ Api::Api(Scheduler& sched, const ServerOptions& opts) : sched_(sched), opts_(opt
 HttpRefusal Api::check_headers(const ApiRequest& r) const {
   // A page on another site whose name resolves to 127.0.0.1 (DNS rebinding)
   // sends its own name as Host: a loopback server answers only loopback names.
-  if (is_loopback_host(host_name_of(opts_.host)) || opts_.host == "::1") {
+  if (is_loopback_host(opts_.host)) {
     const std::string host = r.header("Host");
     const std::string name = host_name_of(host);
     if (!host.empty() && !is_loopback_host(name) &&
@@ -224,7 +217,7 @@ HttpRefusal Api::check_headers(const ApiRequest& r) const {
   if (r.method == "POST") {
     // A browser form or no-cors fetch cannot send application/json without
     // a CORS preflight, so requiring it stops cross-site request forgery.
-    const std::string ct = lower(r.header("Content-Type"));
+    const std::string ct = ascii_lower(r.header("Content-Type"));
     std::string media = ct.substr(0, ct.find(';'));
     while (!media.empty() && media.back() == ' ') media.pop_back();
     if (media != "application/json")

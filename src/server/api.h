@@ -73,6 +73,8 @@ class Generation {
 
  private:
   friend class Api;
+  // id, object, created, model and the one choice, for a chunk or the whole answer.
+  nlohmann::json envelope(const nlohmann::json& content, const nlohmann::json& finish, bool stream_chunk) const;
   std::string chunk(const nlohmann::json& delta_or_text, const nlohmann::json& finish, bool with_usage) const;
   nlohmann::json usage() const;
   bool chat_ = false;
@@ -117,6 +119,8 @@ class Api {
 
 // Constant-time comparison for API keys.
 bool constant_time_equal(const std::string& a, const std::string& b);
+// Header names and media types compare case-insensitively (ASCII).
+std::string ascii_lower(std::string s);
 // "localhost:8080" -> "localhost", "[::1]:80" -> "[::1]".
 std::string host_name_of(const std::string& host_header);
 bool is_loopback_host(const std::string& name);

@@ -34,7 +34,6 @@ struct GenerationRequest {
   std::string finish_reason;  // stop | length | cancelled | error
   std::string error;
   int error_status = 0;
-  int retry_after_s = 0;
   std::string persist_error;  // the turn was served but its session could not be saved
   bool admitted = false;      // joined the running batch (streams start only then)
   int64_t prompt_tokens = 0, completion_tokens = 0;

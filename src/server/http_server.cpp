@@ -55,11 +55,6 @@ std::string chunk_frame(const std::string& data) {
   return size + data + "\r\n";
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 class Connection;
 
 }  // namespace
@@ -165,7 +160,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void on_header(beast::error_code ec) {
     if (ec == http::error::header_limit) return refuse({431, "request headers too large"});
-    if (ec == http::error::body_limit)  // Content-Length over the limit, seen with the headers
+    // Content-Length over the limit: Beast's parser refuses it with the headers.
+    if (ec == http::error::body_limit)
       return refuse({413, "request body too large (limit " + std::to_string(srv_.opts.max_body_bytes) + " bytes)"});
     if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
         ec == net::error::connection_reset || ec == net::error::operation_aborted || closed_)
@@ -175,9 +171,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = h.keep_alive();
     head_only_ = h.method() == http::verb::head;
     int fields = 0;
-    headers_.clear();
+    auto hdrs = std::make_shared<std::map<std::string, std::string>>();
     for (const auto& f : h) {
-      const std::string name = lower(std::string(f.name_string()));
+      const std::string name = ascii_lower(std::string(f.name_string()));
       const std::string value(f.value());
       // A NUL would cut the value where it is read as a C string (an API
       // key "Bearer k\0..." compared as "Bearer k").
@@ -185,21 +181,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
         return refuse({400, "header '" + name.substr(0, name.find('\0')) + "' contains a NUL byte"});
       if (++fields > srv_.opts.max_header_fields)
         return refuse({431, "more than " + std::to_string(srv_.opts.max_header_fields) + " header fields"});
-      headers_[name] = value;
+      (*hdrs)[name] = value;
     }
     req_ = ApiRequest{};
     req_.method = std::string(h.method_string());
     const std::string target(h.target());
     req_.path = target.substr(0, target.find('?'));
-    auto hdrs = std::make_shared<std::map<std::string, std::string>>(headers_);
     req_.header = [hdrs](const std::string& name) {
-      auto it = hdrs->find(lower(name));
+      auto it = hdrs->find(ascii_lower(name));
       return it == hdrs->end() ? std::string() : it->second;
     };
     if (auto refused = srv_.api.check_headers(req_)) return refuse(*refused);
-    if (parser_->content_length() && *parser_->content_length() > srv_.opts.max_body_bytes)
-      return refuse({413, "request body too large (limit " + std::to_string(srv_.opts.max_body_bytes) + " bytes)"});
-    if (lower(req_.header("Expect")) == "100-continue" && !parser_->is_done())
+    if (ascii_lower(req_.header("Expect")) == "100-continue" && !parser_->is_done())
       queue_write("HTTP/1.1 100 Continue\r\n\r\n");
     if (parser_->is_done()) return on_body({});
     stream_.expires_after(ms_of(srv_.opts.body_timeout_s));
@@ -418,7 +411,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buf_;
   std::optional<http::request_parser<http::string_body>> parser_;
   net::steady_timer idle_timer_;
-  std::map<std::string, std::string> headers_;
   ApiRequest req_;
   bool idle_ = false, closed_ = false, keep_alive_ = true, head_only_ = false;
   std::shared_ptr<Generation> gen_;

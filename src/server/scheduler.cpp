@@ -153,14 +153,14 @@ void Scheduler::admit() {
   }
 }
 
-bool Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
+void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
                           std::deque<std::shared_ptr<GenerationRequest>>& keep) {
   Active a;
   a.req = req;
   a.started = Clock::now();
   if (req->cancelled) {
     finish(a, "cancelled");
-    return true;
+    return;
   }
   Session* s = nullptr;
   if (!req->session_id.empty())
@@ -172,12 +172,12 @@ bool Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
            "KV pool too small for one sequence (" + std::to_string(per) + " blocks needed, " + std::to_string(total) +
                " in the pool)",
            503);
-    return true;
+    return;
   }
   // Every active request may grow to a full sequence: join only if that fits.
   if ((static_cast<int>(active_.size()) + 1) * per > total) {
     keep.push_back(req);
-    return false;
+    return;
   }
   const SequenceKv* resident = s && s->seq >= 0 ? engine_.sequence(s->seq) : nullptr;
   if (s) s->busy = true;  // not a spill candidate while it is being admitted
@@ -185,7 +185,7 @@ bool Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
   if (s) s->busy = false;
   if (!room) {
     keep.push_back(req);
-    return false;
+    return;
   }
   if (s && s->seq < 0) {
     if (auto st = unspill(req->session_id, *s); !st.ok()) {
@@ -198,14 +198,14 @@ bool Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
         sessions_.erase(req->session_id);
       }
       finish(a, "error", "session '" + req->session_id + "' could not be restored: " + st.error().message, 500);
-      return true;
+      return;
     }
   }
   if (!s) {
     auto id = engine_.create_sequence(opts_.policy.kind == PolicyKind::Recompute ? KvPolicy::dense() : opts_.policy);
     if (!id.ok()) {
       finish(a, "error", id.error().message, 500);
-      return true;
+      return;
     }
     a.seq = id.value();
     if (!req->session_id.empty()) {
@@ -235,7 +235,7 @@ bool Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
       a.feed.push_back(model_->vocab.bos);
     } else {
       finish(a, "error", "empty prompt", 400);
-      return true;
+      return;
     }
   }
   req->prompt_tokens = static_cast<int64_t>(a.feed.size());
@@ -250,7 +250,6 @@ bool Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
   }
   a.req->notify();
   active_.push_back(std::move(a));
-  return true;
 }
 
 void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, int status) {

@@ -105,7 +105,8 @@ class Scheduler {
   void loop();
   void run_commands();
   void admit();
-  bool admit_one(const std::shared_ptr<GenerationRequest>& req, std::deque<std::shared_ptr<GenerationRequest>>& keep);
+  // Starts req, finishes it with an error, or appends it to keep (no room yet).
+  void admit_one(const std::shared_ptr<GenerationRequest>& req, std::deque<std::shared_ptr<GenerationRequest>>& keep);
   void step();
   void finish(Active& a, const std::string& reason, const std::string& error = {}, int status = 0);
   void try_share_sinks(Active& a);

@@ -69,12 +69,6 @@ struct Streamer {
   }
 };
 
-int64_t metric(httplib::Client& c, const std::string& name) {
-  const std::string body = c.Get("/metrics")->body;
-  const auto at = body.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stoll(body.substr(at + name.size() + 2));
-}
-
 TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly) {
   // Room for exactly two live sequences (sinks:4:60, chunk 16, 16-token blocks).
   SchedulerOptions so = test::default_sched();
@@ -92,8 +86,8 @@ TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly
     test::post(c, "/v1/chat/completions", chat_turn(id + ": " + long_message, 4, id), &status);
     ASSERT_EQ(status, 200) << id;
   }
-  EXPECT_GE(metric(c, "sinkstream_session_spills_total"), 2);
-  EXPECT_EQ(metric(c, "sinkstream_sessions"), 4);
+  EXPECT_GE(test::metric(c, "sinkstream_session_spills_total"), 2);
+  EXPECT_EQ(test::metric(c, "sinkstream_sessions"), 4);
   EXPECT_FALSE(json::parse(c.Get("/v1/sessions/a")->body)["resident"].get<bool>());
 
   // Two long streams fill the pool's live capacity; one of them continues a
@@ -112,16 +106,16 @@ TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly
     test::post(cw, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}, {"temperature", 0}}, &st);
     EXPECT_EQ(st, 200);
   });
-  while (metric(c, "sinkstream_queue_depth") < 1 && !(s1.finished || s2.finished))
+  while (test::metric(c, "sinkstream_queue_depth") < 1 && !(s1.finished || s2.finished))
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const int64_t rejected = metric(c, "sinkstream_requests_rejected_total");
+  const int64_t rejected = test::metric(c, "sinkstream_requests_rejected_total");
   auto r = c.Post("/v1/completions", R"({"prompt": "Once", "max_tokens": 4})", "application/json");
   ASSERT_TRUE(r);
   if (!(s1.finished || s2.finished)) {  // (a 2-core machine may finish 300 tokens first; then nothing is full)
     EXPECT_EQ(r->status, 503) << r->body;
     const std::string retry = r->get_header_value("Retry-After");
     EXPECT_GE(retry.empty() ? 0 : std::stoi(retry), 1);
-    EXPECT_EQ(metric(c, "sinkstream_requests_rejected_total"), rejected + 1);
+    EXPECT_EQ(test::metric(c, "sinkstream_requests_rejected_total"), rejected + 1);
   }
   s1.join();
   s2.join();
@@ -133,7 +127,7 @@ TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly
     ASSERT_NE(at, std::string::npos) << s->raw.substr(0, 300);
     EXPECT_EQ(std::stoi(s->raw.substr(at + 20)), 300);
   }
-  EXPECT_EQ(metric(c, "sinkstream_requests_preempted_total"), 0);
+  EXPECT_EQ(test::metric(c, "sinkstream_requests_preempted_total"), 0);
   // Every spilled session still continues.
   for (const std::string id : {"b", "c", "d"}) {
     test::post(c, "/v1/chat/completions", chat_turn("And then?", 4, id), &status);
@@ -141,7 +135,7 @@ TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly
   }
   // Deleting every session returns the pool to its baseline (nothing resident).
   for (const std::string id : {"a", "b", "c", "d"}) EXPECT_EQ(c.Delete("/v1/sessions/" + id)->status, 200);
-  EXPECT_EQ(metric(c, "sinkstream_kv_blocks_used"), 0);
+  EXPECT_EQ(test::metric(c, "sinkstream_kv_blocks_used"), 0);
 }
 
 TEST(Fault, PoolTooSmallForOneSequenceIsA503WithoutRetry) {

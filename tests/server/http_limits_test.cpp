@@ -82,12 +82,6 @@ std::string post(const std::string& path, const std::string& body, const std::st
          std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
 }
 
-int64_t metric(httplib::Client& c, const std::string& name) {
-  const std::string body = c.Get("/metrics")->body;
-  const auto at = body.find("\n" + name + " ");
-  return at == std::string::npos ? -1 : std::stoll(body.substr(at + name.size() + 2));
-}
-
 ServerOptions small_limits() {
   ServerOptions o;
   o.api_key = "k";  // every refusal below happens before the key is checked
@@ -222,18 +216,18 @@ TEST(HttpLimits, ANonStreamClientThatLeavesCancelsItsGeneration) {
   auto c = srv.client();
   const int fd = connect_to(srv.port);
   send_all(fd, post("/v1/completions", R"({"prompt": "Once upon a time", "ignore_eos": true})"));
-  for (int i = 0; i < 200 && metric(c, "sinkstream_active_requests") < 1; ++i)
+  for (int i = 0; i < 200 && test::metric(c, "sinkstream_active_requests") < 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  ASSERT_EQ(metric(c, "sinkstream_active_requests"), 1);
+  ASSERT_EQ(test::metric(c, "sinkstream_active_requests"), 1);
   ::close(fd);
   int64_t active = 1;
   for (int i = 0; i < 200 && active != 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    active = metric(c, "sinkstream_active_requests");
+    active = test::metric(c, "sinkstream_active_requests");
   }
   EXPECT_EQ(active, 0) << "a non-stream request kept running after its client left";
-  EXPECT_EQ(metric(c, "sinkstream_requests_cancelled_total"), 1);
-  EXPECT_EQ(metric(c, "sinkstream_kv_blocks_used"), 0);
+  EXPECT_EQ(test::metric(c, "sinkstream_requests_cancelled_total"), 1);
+  EXPECT_EQ(test::metric(c, "sinkstream_kv_blocks_used"), 0);
 }
 
 TEST(HttpLimits, StopDrainsRunningStreamsWithinItsBound) {

@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "server/http_server.h"
@@ -43,6 +44,17 @@ inline SchedulerOptions default_sched(const std::string& state_dir = "") {
   so.kv_blocks = 400;
   so.state_dir = state_dir;
   return so;
+}
+
+// A counter or gauge from /metrics (-1: absent or no answer).
+inline int64_t metric(httplib::Client& c, const std::string& name) {
+  auto r = c.Get("/metrics");
+  if (!r) return -1;
+  std::istringstream in(r->body);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + " ", 0) == 0) return static_cast<int64_t>(std::stod(line.substr(name.size() + 1)));
+  return -1;
 }
 
 inline nlohmann::json post(httplib::Client& c, const std::string& path, const nlohmann::json& body,

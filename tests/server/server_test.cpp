@@ -24,16 +24,6 @@ json chat_body(const std::string& msg, int max_tokens, const std::string& sessio
   return b;
 }
 
-int64_t metric(httplib::Client& c, const std::string& name) {
-  auto r = c.Get("/metrics");
-  if (!r) return -1;
-  std::istringstream in(r->body);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(name + " ", 0) == 0) return static_cast<int64_t>(std::stod(line.substr(name.size() + 1)));
-  return -1;
-}
-
 TEST(Server, ModelsHealthAndCompletions) {
   test::TestServer srv(test::stories_gguf(), test::default_sched());
   auto c = srv.client();
@@ -205,7 +195,7 @@ TEST(Server, RestartWithStateDirContinuesIdentically) {
 TEST(Server, DisconnectMidStreamFreesBlocks) {
   test::TestServer srv(test::stories_gguf(), test::default_sched());
   auto c = srv.client();
-  const int64_t baseline = metric(c, "sinkstream_kv_blocks_used");
+  const int64_t baseline = test::metric(c, "sinkstream_kv_blocks_used");
   json body = {
       {"prompt", "Once upon a time"}, {"stream", true}, {"temperature", 0.8}, {"seed", 1}, {"max_tokens", 100000}};
   int received = 0;
@@ -224,8 +214,8 @@ TEST(Server, DisconnectMidStreamFreesBlocks) {
   EXPECT_GE(received, 5);
   int64_t used = -1;
   for (int i = 0; i < 100; ++i) {
-    used = metric(c, "sinkstream_kv_blocks_used");
-    if (used == baseline && metric(c, "sinkstream_active_requests") == 0) break;
+    used = test::metric(c, "sinkstream_kv_blocks_used");
+    if (used == baseline && test::metric(c, "sinkstream_active_requests") == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_EQ(used, baseline);
@@ -262,9 +252,9 @@ TEST(Server, SessionsWithTheSameStartShareSinkBlocks) {
   test::TestServer srv(test::stories_gguf(), test::default_sched());
   auto c = srv.client();
   test::post(c, "/v1/chat/completions", chat_body("You are a storyteller. Tell me about a cat.", 4, "a"));
-  const int64_t after_one = metric(c, "sinkstream_kv_blocks_used");
+  const int64_t after_one = test::metric(c, "sinkstream_kv_blocks_used");
   test::post(c, "/v1/chat/completions", chat_body("You are a storyteller. Tell me about a dog.", 4, "b"));
-  const int64_t after_two = metric(c, "sinkstream_kv_blocks_used");
+  const int64_t after_two = test::metric(c, "sinkstream_kv_blocks_used");
   auto b = json::parse(c.Get("/v1/sessions/b")->body);
   EXPECT_TRUE(b["shared_sinks"].get<bool>());
   auto a = json::parse(c.Get("/v1/sessions/a")->body);

@@ -127,7 +127,6 @@ TEST(SinkSharing, RandomWorkloadEqualsFreshSchedulerPerSession) {
   EXPECT_EQ(blocks_used(shared), baseline) << "blocks leaked after every session was deleted";
 }
 
-
 // The same differential check under pressure: a pool with room for two live
 // sequences (idle sessions spill to disk and come back), requests submitted
 // several at a time (batched together), seeded sampling as well as greedy,
@@ -210,13 +209,14 @@ TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshSchedule
       auto it = transcripts.begin();
       std::advance(it, static_cast<std::ptrdiff_t>(rng() % transcripts.size()));
       Scheduler oracle(m, options());
-      for (const auto& t : it->second) EXPECT_EQ(wait(*[&] {
-                                                   auto r = make(t, "x");
-                                                   EXPECT_FALSE(oracle.submit(r));
-                                                   return r;
-                                                 }()),
-                                                 t.answer)
-          << it->first << " (deleted)";
+      for (const auto& t : it->second)
+        EXPECT_EQ(wait(*[&] {
+                    auto r = make(t, "x");
+                    EXPECT_FALSE(oracle.submit(r));
+                    return r;
+                  }()),
+                  t.answer)
+            << it->first << " (deleted)";
       EXPECT_TRUE(shared->delete_session(it->first));
       transcripts.erase(it);
     }
@@ -231,7 +231,8 @@ TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshSchedule
   };
   for (const auto& [id, tr] : transcripts) {
     Scheduler oracle(m, options());
-    for (size_t i = 0; i < tr.size(); ++i) EXPECT_EQ(oracle_answer(oracle, tr[i], "x"), tr[i].answer) << id << " turn " << i;
+    for (size_t i = 0; i < tr.size(); ++i)
+      EXPECT_EQ(oracle_answer(oracle, tr[i], "x"), tr[i].answer) << id << " turn " << i;
     EXPECT_TRUE(shared->delete_session(id));
   }
   for (const auto& t : one_offs) {
