@@ -11,7 +11,7 @@
 #  3. ThreadSanitizer: scheduler, HTTP server, fault tests, thread pool.
 #  4. libFuzzer: every target, a fixed seed and input count (scripts/fuzz.sh).
 #  5. Load test: 64 streaming session clients for 30 s against `serve`;
-#     chaos/soak test: 80 s of random valid and invalid requests, hang-ups,
+#     chaos/soak test: 60 s of random valid and invalid requests, hang-ups,
 #     deletes, oversized bodies and a kill -9, then every session replayed
 #     on a fresh server (tests/soak/chaos.py).
 #  6. Arm: every source file cross-compiled for aarch64 (NEON kernels).
@@ -62,7 +62,7 @@ if [[ "${SS_SKIP_LOAD:-0}" != 1 ]]; then
   ./build/release/bench/load_test --server ./build/release/sinkstream \
     -m "$shared/models/stories260K/stories260K.gguf" --clients 64 --seconds 30
   python3 tests/soak/chaos.py --server ./build/release/sinkstream \
-    -m "$shared/models/stories260K/stories260K.gguf" --seconds 80
+    -m "$shared/models/stories260K/stories260K.gguf" --seconds 60
 fi
 if [[ "${SS_SKIP_ARM:-0}" != 1 ]]; then
   bash scripts/check_arm_compile.sh

@@ -150,7 +150,8 @@ class Chaos:
     def worker(self, w, deadline):
         rng = random.Random(self.rng.random())
         while time.time() < deadline:
-            epoch, port = self.epoch, self.server.port
+            with self.lock:  # the restart swaps both under this lock
+                epoch, port = self.epoch, self.server.port
             sid = f"w{w}s{rng.randrange(4)}"
             action = rng.random()
             try:
@@ -183,12 +184,13 @@ class Chaos:
                 else:
                     s, h, _ = request(port, "GET", rng.choice(["/metrics", "/health", "/v1/sessions", "/v1/models"]))
                     self.count(s, h)
-            except (OSError, http.client.HTTPException, ValueError):
+            except (OSError, http.client.HTTPException, ValueError) as e:
                 with self.lock:
                     self.tainted.add(sid)
                     if epoch == self.epoch and self.server.alive():
                         self.transport_errors += 1
-                        self.violations.append(f"transport error outside a restart (worker {w})")
+                        self.violations.append(f"transport error outside a restart (worker {w}, action "
+                                               f"{action:.2f}): {e!r}")
                 time.sleep(0.05)
 
     def session_turn(self, rng, port, sid):
@@ -299,10 +301,13 @@ def main():
         if not killed and time.time() > t0 + a.seconds / 2:
             spills += metric(srv.port, "sinkstream_session_spills_total")
             restores += metric(srv.port, "sinkstream_session_restores_total")
+            # Workers read (epoch, port) under the lock: none can pair the new
+            # epoch with the old port. Failures of requests begun before are
+            # expected (their epoch is old).
             with chaos.lock:
                 chaos.epoch += 1
                 srv.kill9()
-            srv.start()  # same state directory: every saved session comes back
+                srv.start()  # same state directory: every saved session comes back
             killed = True
             time.sleep(min(5, a.seconds / 8))
             rss_warm = srv.rss_mib()
