@@ -295,4 +295,27 @@ Result<TensorView> GgufFile::tensor(const std::string& name) const {
   return v;
 }
 
+Result<std::vector<TensorView>> GgufFile::tensor_slices(const std::string& name) const {
+  auto it = tensor_index_.find(name);
+  if (it == tensor_index_.end()) return make_error(path() + ": missing tensor '" + name + "'");
+  const auto& ti = tensors_[it->second];
+  if (!type_traits(ti.raw_type))
+    return make_error(path() + ": tensor '" + name + "' has unsupported type " + type_name(ti.raw_type));
+  if (ti.ne.size() < 2 || ti.ne.size() > 3) return make_error(path() + ": tensor '" + name + "' is not 2-D or 3-D");
+  const int64_t n = ti.ne.size() > 2 ? ti.ne[2] : 1;
+  const auto type = static_cast<GgmlType>(ti.raw_type);
+  const size_t slice_bytes = row_bytes(type, ti.ne[0]) * static_cast<size_t>(ti.ne[1]);
+  std::vector<TensorView> out;
+  for (int64_t e = 0; e < n; ++e) {
+    TensorView v;
+    v.name = name + "[" + std::to_string(e) + "]";
+    v.type = type;
+    v.ne0 = ti.ne[0];
+    v.ne1 = ti.ne[1];
+    v.data = file_->bytes().data() + data_offset_ + ti.offset + static_cast<size_t>(e) * slice_bytes;
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
 }  // namespace ss

@@ -71,6 +71,9 @@ class GgufFile {
 
   // A 1-D or 2-D tensor as a view into the mapping (F32/F16/BF16/Q8_0/Q4_0).
   Result<TensorView> tensor(const std::string& name) const;
+  // A 3-D tensor [ne2][ne1][ne0] as ne2 2-D views (MoE experts); a 2-D
+  // tensor gives one view.
+  Result<std::vector<TensorView>> tensor_slices(const std::string& name) const;
   bool has_tensor(const std::string& name) const;
   std::shared_ptr<MappedFile> mapping() const { return file_; }
 

@@ -123,13 +123,7 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   m->source = dir;
   auto& c = m->config;
   c.arch_name = j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>() : "";
-  if (c.arch_name == "llama")
-    c.arch = Arch::Llama;
-  else if (c.arch_name == "mistral")
-    c.arch = Arch::Mistral;
-  else if (c.arch_name == "qwen2")
-    c.arch = Arch::Qwen2;
-  else
+  if (c.arch_name != "llama" && c.arch_name != "mistral" && c.arch_name != "qwen2")
     return make_error(cfg_path + ": unsupported model_type '" + c.arch_name +
                       "' (supported: " + supported_architectures() + ")");
   SS_ASSIGN_OR_RETURN(const int64_t dim, jint(j, "hidden_size", cfg_path));
@@ -147,16 +141,16 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   c.n_vocab = static_cast<int>(nv);
   SS_ASSIGN_OR_RETURN(const int64_t head_dim, jint_or(j, "head_dim", dim / nh, cfg_path));
   c.head_dim = static_cast<int>(head_dim);
-  c.rope_dim = c.head_dim;
   SS_ASSIGN_OR_RETURN(const double n_ctx, jnum(j, "max_position_embeddings", 2048, 1, 1e12, cfg_path));
   SS_ASSIGN_OR_RETURN(const double rope_theta, jnum(j, "rope_theta", 10000.0, 1e-3, 1e30, cfg_path));
   SS_ASSIGN_OR_RETURN(const double rms_eps, jnum(j, "rms_norm_eps", 1e-6, 1e-30, 1, cfg_path));
   c.trained_context = static_cast<int64_t>(n_ctx);
-  c.rope_base = static_cast<float>(rope_theta);
-  c.rms_eps = static_cast<float>(rms_eps);
-  c.rope_style = RopeStyle::Neox;  // HF stores q/k in rotate-half order
-  c.qkv_bias = c.arch == Arch::Qwen2 ||
-               (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>());
+  c.norm_eps = static_cast<float>(rms_eps);
+  // HF stores q/k in rotate-half order.
+  c.rotaries = {RotaryConfig{.dim = c.head_dim, .neox = true, .base = rope_theta}};
+  c.uniform_layers();
+  const bool qkv_bias = c.arch_name == "qwen2" || (j.contains("attention_bias") && j["attention_bias"].is_boolean() &&
+                                                   j["attention_bias"].get<bool>());
   c.tied_output = j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean() &&
                   j["tie_word_embeddings"].get<bool>();
 
@@ -196,7 +190,7 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
     SS_ASSIGN_OR_RETURN(lw.w_gate, get(p + "mlp.gate_proj.weight"));
     SS_ASSIGN_OR_RETURN(lw.w_up, get(p + "mlp.up_proj.weight"));
     SS_ASSIGN_OR_RETURN(lw.w_down, get(p + "mlp.down_proj.weight"));
-    if (c.qkv_bias) {
+    if (qkv_bias) {
       SS_ASSIGN_OR_RETURN(lw.bq, get(p + "self_attn.q_proj.bias"));
       SS_ASSIGN_OR_RETURN(lw.bk, get(p + "self_attn.k_proj.bias"));
       SS_ASSIGN_OR_RETURN(lw.bv, get(p + "self_attn.v_proj.bias"));

@@ -71,7 +71,6 @@ Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const
   m->source = path;
   auto& c = m->config;
   c.arch_name = "llama";
-  c.arch = Arch::Llama;
   c.n_vocab = h.vocab_size;
   c.dim = h.dim;
   c.n_layers = h.n_layers;
@@ -79,11 +78,10 @@ Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const
   c.n_kv_heads = h.n_kv_heads;
   c.head_dim = h.dim / h.n_heads;
   c.hidden_dim = h.hidden_dim;
-  c.rope_dim = c.head_dim;
   c.trained_context = h.seq_len;
-  c.rope_base = 10000.0f;
-  c.rms_eps = 1e-5f;
-  c.rope_style = RopeStyle::Interleaved;
+  c.norm_eps = 1e-5f;
+  c.rotaries = {RotaryConfig{.dim = c.head_dim, .neox = false, .base = 10000.0}};
+  c.uniform_layers();
   c.tied_output = h.shared_classifier;
   m->vocab = vocab_from_llama2c(lv);
   m->tok_embd = ck.tok_embd;

@@ -12,13 +12,24 @@
 
 namespace ss {
 
+// Optional tensors are empty views; a bias or norm the file lacks is a
+// choice of the architecture, not an error.
 struct LayerWeights {
-  TensorView attn_norm;       // [dim]
-  TensorView wq, wk, wv, wo;  // [q_dim x dim], [kv_dim x dim], [kv_dim x dim], [dim x q_dim]
-  TensorView bq, bk, bv;      // optional biases (Qwen2)
-  TensorView ffn_norm;        // [dim]
-  TensorView w_gate, w_up;    // [hidden x dim]
-  TensorView w_down;          // [dim x hidden]
+  TensorView attn_norm, attn_norm_b;  // [dim]
+  TensorView wq, wk, wv, wo;          // [q_dim x dim], [kv_dim x dim], [kv_dim x dim], [dim x q_dim]
+  TensorView bq, bk, bv, bo;          // optional biases
+  TensorView q_norm, k_norm;          // [head_dim], qk_norm only
+  TensorView post_attn_norm;          // [dim], post_norms only
+  TensorView sinks;                   // [n_heads] learned sink logits, learned_sinks only
+  TensorView ffn_norm, ffn_norm_b;    // [dim] (empty for ParallelSharedNorm)
+  TensorView w_gate, w_up;            // [hidden x dim] (no gate for GeluMlp)
+  TensorView w_down;                  // [dim x hidden]
+  TensorView b_gate, b_up, b_down;    // optional biases
+  TensorView post_ffn_norm;           // [dim], post_norms only
+  // MoE: router [n_experts x dim] (+ bias), then per expert the FFN above.
+  TensorView router, router_b;
+  std::vector<TensorView> exp_gate, exp_up, exp_down;       // [n_experts] views
+  std::vector<TensorView> exp_gate_b, exp_up_b, exp_down_b;  // [n_experts] rows
 };
 
 struct Model {
@@ -26,7 +37,9 @@ struct Model {
   Vocab vocab;
   TensorView tok_embd;     // [n_vocab x dim]
   TensorView output_norm;  // [dim]
-  TensorView output;       // [n_vocab x dim]
+  TensorView output_norm_b;
+  TensorView output;    // [n_vocab x dim]
+  TensorView output_b;  // [n_vocab], optional
   std::vector<LayerWeights> layers;
   std::string source;  // path it was loaded from
   std::vector<std::shared_ptr<const void>> keep_alive;

@@ -1,5 +1,7 @@
 #include "ops/activations.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ops/clones.h"
@@ -35,6 +37,29 @@ void swiglu_scalar(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = g * (1.0f / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+namespace {
+inline float gelu_one(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kA = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kA * x * x)));
+}
+}  // namespace
+
+void gelu_tanh(float* x, int n) {
+  for (int i = 0; i < n; ++i) x[i] = gelu_one(x[i]);
+}
+
+void geglu(const float* gate, const float* up, int n, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = gelu_one(gate[i]) * up[i];
+}
+
+void swiglu_oai(const float* gate, const float* up, int n, float alpha, float limit, float* out) {
+  for (int i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    out[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
   }
 }
 

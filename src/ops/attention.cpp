@@ -131,6 +131,38 @@ SS_CLONE_IMPL void softmax_impl(float* x, int n) {
 
 SS_CLONED(void, softmax, (float* x, int n), (x, n))
 
+void attn_online_init_sinks(int g, int hd, const float* sink_logits, int n_sinks, float* m, float* l, float* acc) {
+  attn_online_init(g, hd, m, l, acc);
+  if (n_sinks == 0) return;
+  for (int h = 0; h < g; ++h) {
+    float mx = -INFINITY;
+    for (int s = 0; s < n_sinks; ++s) mx = std::max(mx, sink_logits[s * g + h]);
+    float sum = 0;
+    for (int s = 0; s < n_sinks; ++s) sum += std::exp(sink_logits[s * g + h] - mx);
+    m[h] = mx;
+    l[h] = sum;
+  }
+}
+
+void softmax_with_extra(float* x, int n, const float* extra, int n_extra) {
+  float mx = -INFINITY;
+  for (int i = 0; i < n; ++i) mx = std::max(mx, x[i]);
+  for (int i = 0; i < n_extra; ++i) mx = std::max(mx, extra[i]);
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += (x[i] = std::exp(x[i] - mx));
+  for (int i = 0; i < n_extra; ++i) sum += std::exp(extra[i] - mx);
+  for (int i = 0; i < n; ++i) x[i] = static_cast<float>(x[i] / sum);
+}
+
+void alibi_slopes(int n_heads, float max_bias, float* out) {
+  int n2 = 1;
+  while (n2 * 2 <= n_heads) n2 *= 2;
+  const float m0 = std::pow(2.0f, -max_bias / static_cast<float>(n2));
+  const float m1 = std::pow(2.0f, -(max_bias / 2.0f) / static_cast<float>(n2));
+  for (int h = 0; h < n_heads; ++h)
+    out[h] = h < n2 ? std::pow(m0, static_cast<float>(h + 1)) : std::pow(m1, static_cast<float>(2 * (h - n2) + 1));
+}
+
 void attn_online_init(int g, int hd, float* m, float* l, float* acc) {
   for (int h = 0; h < g; ++h) {
     m[h] = -INFINITY;
@@ -221,7 +253,7 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_row
 template <int HD>
 SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
                                     int v_stride, int first, int count, int hd_runtime, float scale, float* m, float* l,
-                                    float* __restrict__ acc, float* __restrict__ scratch) {
+                                    float* __restrict__ acc, float* __restrict__ scratch, const AttnAlibi* alibi) {
   const int hd = HD > 0 ? HD : hd_runtime;
   const int end = first + count;
   for (int r0 = first - first % kChunk; r0 < end; r0 += kChunk) {
@@ -263,6 +295,10 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
       } else {
         sc = chunk_scores<HD>(q + h * hd, kc, kc_stride, hd, scale);
       }
+      if (alibi) {
+        const Lanes lane_f = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+        sc += alibi->slopes[h] * (lane_f + (alibi->col0 + static_cast<float>(r0)));
+      }
       sc = valid ? sc : Lanes{} - INFINITY;
       const float mx = std::max(lanes_max(sc), m[h]);
       // The first chunk has m = -inf: nothing to rescale.
@@ -282,9 +318,9 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
 
 SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
                                            const float* v_rows, int v_stride, int first, int count, int hd, float scale,
-                                           float* m, float* l, float* acc, float* scratch) {
+                                           float* m, float* l, float* acc, float* scratch, const AttnAlibi* alibi) {
 #define SS_ONLINE(HD) \
-  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch)
+  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, alibi)
   switch (hd) {
     case 8:
       return SS_ONLINE(8);
@@ -305,8 +341,8 @@ SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k
 
 SS_CLONED(void, attn_online_update,
           (const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride, int first,
-           int count, int hd, float scale, float* m, float* l, float* acc, float* scratch),
-          (q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch))
+           int count, int hd, float scale, float* m, float* l, float* acc, float* scratch, const AttnAlibi* alibi),
+          (q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, alibi))
 
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out) {
   for (int h = 0; h < g; ++h) {

@@ -31,9 +31,29 @@ void softmax(float* x, int n);
 // attn_scratch_floats(g, hd) floats.
 inline int attn_scratch_floats(int g, int hd) { return (g + hd) * kAttnChunk; }
 void attn_online_init(int g, int hd, float* m, float* l, float* acc);
+// As attn_online_init, with one extra logit per head in the softmax
+// denominator (a virtual key with zero value: gpt-oss's learned sinks,
+// softmax1 for logit 0). sink_logits: [n_sinks][g], all added.
+void attn_online_init_sinks(int g, int hd, const float* sink_logits, int n_sinks, float* m, float* l, float* acc);
+// ALiBi: the score of head h for the key at block column c gets
+// slopes[h] * (col0 + c), col0 being that column's key position minus the
+// query position (<= 0 for every visible key).
+struct AttnAlibi {
+  const float* slopes = nullptr;  // [g]
+  float col0 = 0.0f;
+};
 void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride,
-                        int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch);
+                        int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch,
+                        const AttnAlibi* alibi = nullptr);
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out);
+
+// softmax over x[0..n) and extra logits that take probability but are not
+// returned (sinks); in place.
+void softmax_with_extra(float* x, int n, const float* extra, int n_extra);
+// ggml's ALiBi slopes for n_heads heads (max_bias 8 for MPT): with n2 the
+// largest power of two <= n_heads, heads h < n2 get 2^(-max_bias/n2)^(h+1),
+// the others 2^(-max_bias/2/n2)^(2(h-n2)+1).
+void alibi_slopes(int n_heads, float max_bias, float* out);
 
 void softmax_scalar(float* x, int n);
 void attn_scores_scalar(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale,

@@ -25,4 +25,20 @@ void rms_norm_scalar(const float* x, const float* weight, int n, float eps, floa
   for (int i = 0; i < n; ++i) out[i] = static_cast<float>(weight[i] * (scale * x[i]));
 }
 
+void layer_norm(const float* x, const float* weight, const float* bias, int n, float eps, float* out) {
+  double sum = 0;
+  for (int i = 0; i < n; ++i) sum += x[i];
+  const float mean = static_cast<float>(sum / n);
+  double var = 0;
+  for (int i = 0; i < n; ++i) {
+    const float d = x[i] - mean;
+    var += static_cast<double>(d) * d;
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(var / n) + eps);
+  for (int i = 0; i < n; ++i) {
+    const float y = (x[i] - mean) * scale * weight[i];
+    out[i] = bias ? y + bias[i] : y;
+  }
+}
+
 }  // namespace ss

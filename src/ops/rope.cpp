@@ -1,19 +1,41 @@
 #include "ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ss {
 
-RopeTable::RopeTable(int rope_dim, float base) {
-  for (int i = 0; i < rope_dim / 2; ++i)
-    inv_freq_.push_back(std::pow(static_cast<double>(base), -2.0 * i / static_cast<double>(rope_dim)));
+RopeTable::RopeTable(int rope_dim, double base, const RopeScaling& sc) {
+  const double fs = sc.freq_scale;
+  double low = 0, high = 0;
+  if (sc.ext_factor != 0) {
+    // ggml_rope_yarn_corr_dims: the dims whose wavelength spans beta_fast
+    // (low) and beta_slow (high) turns over the original context.
+    auto corr_dim = [&](double n_rot) {
+      return rope_dim * std::log(static_cast<double>(sc.orig_ctx) / (n_rot * 2 * M_PI)) / (2 * std::log(base));
+    };
+    low = std::max(0.0, std::floor(corr_dim(sc.beta_fast)));
+    high = std::min(static_cast<double>(rope_dim - 1), std::ceil(corr_dim(sc.beta_slow)));
+    mscale_ = sc.attn_factor * (1.0 + 0.1 * std::log(1.0 / fs));
+  } else {
+    mscale_ = sc.attn_factor;
+  }
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    const double extrap = std::pow(base, -2.0 * i / static_cast<double>(rope_dim));
+    double mix = 0;
+    if (sc.ext_factor != 0) {
+      const double y = (i - low) / std::max(0.001, high - low);
+      mix = (1 - std::min(1.0, std::max(0.0, y))) * sc.ext_factor;
+    }
+    freq_.push_back(extrap * fs * (1 - mix) + extrap * mix);
+  }
 }
 
 void RopeTable::angles(int64_t pos, float* cos_out, float* sin_out) const {
-  for (size_t i = 0; i < inv_freq_.size(); ++i) {
-    const double a = static_cast<double>(pos) * inv_freq_[i];
-    cos_out[i] = static_cast<float>(std::cos(a));
-    sin_out[i] = static_cast<float>(std::sin(a));
+  for (size_t i = 0; i < freq_.size(); ++i) {
+    const double a = static_cast<double>(pos) * freq_[i];
+    cos_out[i] = static_cast<float>(std::cos(a) * mscale_);
+    sin_out[i] = static_cast<float>(std::sin(a) * mscale_);
   }
 }
 

@@ -3,6 +3,7 @@
 // given tokens to their sequences' KV caches and returns logits. Sequences can
 // mix prefill chunks and single decode tokens in one batch.
 #include <memory>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -20,6 +21,13 @@ namespace ss {
 
 struct EngineOptions {
   int threads = 1;
+  // Blocks of the sliding layers' pool (models with sliding-window layers;
+  // 0: as many as kv_blocks). Its blocks hold only the sliding layers, and
+  // each sequence keeps just its native window there (a ring).
+  int sliding_kv_blocks = 0;
+  // A virtual sink: this logit joins every head's softmax denominator (a key
+  // with zero value), on top of any learned sinks. 0 is softmax1.
+  std::optional<float> sink_logit;
   int kv_blocks = 256;  // blocks in the pool, shared by all sequences
   int block_tokens = 16;
   int max_chunk = 64;  // most tokens of one sequence per internal step
@@ -31,13 +39,19 @@ struct EngineOptions {
 using SeqId = int32_t;
 
 // A sequence's cache as plain data, for persistence: the resident text
-// indices and, per index, K then V of every layer ([layers][2][kv_dim]).
+// indices and, per index, K then V of every full-attention layer
+// ([full layers][2][kv_dim]); then the sliding layers' own window (its
+// last min(n_seen, window - 1) indices, in order) the same way.
 struct SequenceState {
   KvPolicy policy;
   int64_t n_seen = 0;
   std::vector<int64_t> indices;
   std::vector<float> rows;
+  std::vector<float> sliding_rows;  // [sliding_indices][sliding layers][2][kv_dim]
 };
+
+// Text indices the sliding layers hold between steps after n_seen tokens.
+std::vector<int64_t> sliding_resident(const ModelConfig& c, int64_t n_seen);
 
 struct BatchItem {
   SeqId seq = -1;
@@ -65,8 +79,11 @@ class Engine {
   const Model& model() const { return *model_; }
   const ModelConfig& config() const { return model_->config; }
   const EngineOptions& options() const { return opts_; }
+  // The full-attention layers' pool (sequences' sinks and windows).
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
+  // The sliding layers' pool, null for models without sliding layers.
+  const BlockPool* sliding_pool() const { return swa_pool_.get(); }
   ThreadPool& threads() { return threads_; }
 
   // Recompute is a scoring/generation mode on top of dense sequences, not a
@@ -98,27 +115,66 @@ class Engine {
     bool all_logits;
     bool last_of_item;
   };
+  // Where a layer's KV lives: full-attention layers in pool 0 under the
+  // sequence's policy, sliding layers in pool 1 under their native window.
+  enum KvGroup { kFull = 0, kSliding = 1 };
+  struct EngineSequence {
+    std::unique_ptr<SequenceKv> kv[2];  // [kFull], [kSliding] (null without sliding layers)
+  };
+  // One round's batch, passed explicitly to every layer block: T tokens of
+  // one or more sequences, each with its text index and, per rotary, the
+  // cos/sin at its text position and (full layers' sinks) at its cache
+  // position.
+  struct RoundBatch {
+    int T = 0;
+    std::vector<EngineSequence*> seq;  // [T]
+    std::vector<SeqId> seq_id;         // [T]
+    std::vector<int64_t> pos;          // [T] text index
+    std::vector<uint8_t> sink_query;   // [T] needs a cache-position query for the sinks
+    struct Angles {
+      std::vector<float> cos_t, sin_t, cos_c, sin_c;  // [T x pairs]
+    };
+    std::vector<Angles> angles;  // [rotaries]
+    int attn_parts = 1;          // threads the attention splits into
+  };
+  void prepare_round(std::span<RoundPart> parts, RoundBatch& b);
+  void embed(std::span<RoundPart> parts, const RoundBatch& b);
+  void attention_block(int layer, const RoundBatch& b, const float* in, float* out);
+  void qkv_positions(int layer, const RoundBatch& b);
+  void attention(int layer, const RoundBatch& b);
+  void attention_observed(int layer, const RoundBatch& b);
+  void ffn_block(int layer, const RoundBatch& b, const float* in, float* out);
+  void moe_block(int layer, const RoundBatch& b, const float* in, float* out);
+  void norm_rows(const TensorView& w, const TensorView& bias, const float* in, int rows, float* out);
+  void output_block(std::span<RoundPart> parts, const RoundBatch& b);
   void run_round(std::span<RoundPart> parts);
-  void attention(int layer, int n_tok, int parts);
-  void attention_observed(int layer, int n_tok);
+  // Per-token work between the matmuls, split across threads for big
+  // batches. Tokens are independent, so the split never changes a result.
+  template <typename Fn>
+  void per_token(int T, Fn&& fn);
+  int swa_pool_layers() const { return static_cast<int>(layer_group_.size()) - config().full_layers(); }
+  // Sink logits head h of `layer` adds to its softmax ([n_sinks][n_heads]).
+  int sink_logits(int layer, float* out) const;
 
   std::shared_ptr<const Model> model_;
   EngineOptions opts_;
-  BlockPool pool_;
+  BlockPool pool_;                        // full-attention layers
+  std::unique_ptr<BlockPool> swa_pool_;  // sliding layers (null without any)
+  std::vector<KvGroup> layer_group_;      // [n_layers]
+  std::vector<int> layer_slot_;           // [n_layers] layer index inside its pool
   ThreadPool threads_;
-  RopeTable rope_;
-  std::unordered_map<SeqId, std::unique_ptr<SequenceKv>> seqs_;
+  std::vector<RopeTable> ropes_;  // [rotaries]
+  RopeStyle rope_style_ = RopeStyle::Neox;
+  std::vector<float> alibi_slopes_;  // [n_heads] (ALiBi models)
+  std::unordered_map<SeqId, EngineSequence> seqs_;
   SeqId next_id_ = 0;
   AttentionObserver* observer_ = nullptr;
-  std::vector<SeqId> tok_seq_id_;
+  RoundBatch batch_;
 
-  // Per-token metadata and activations of the current round (reused buffers).
-  std::vector<SequenceKv*> tok_seq_;
-  std::vector<int64_t> tok_pos_;
-  std::vector<uint8_t> tok_has_sink_q_;
-  std::vector<float> x_, xb_, q_, qs_, k_, v_, att_, hb_, hb2_, tmp_;  // [T x ...]
-  std::vector<float> cos_t_, sin_t_, cos_c_, sin_c_;                   // [T x pairs]
-  std::vector<int> logit_rows_;                                        // rows of x_ that need logits
+  // Activations of the current round (reused buffers).
+  std::vector<float> x_, xb_, xb2_, q_, qs_, k_, v_, att_, attn_out_, ffn_out_, hb_, hb2_;  // [T x ...]
+  std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;                          // MoE scratch
+  std::vector<int> logit_rows_;  // rows of x_ that need logits
   std::vector<float*> logit_outs_;
   std::vector<float> normed_, logits_buf_;  // [R x dim], [R x n_vocab]
 };

@@ -17,8 +17,12 @@ void for_each_int8_matrix(M& model, F&& f) {
     if (int8_matmul_supported(w)) f(w);
   };
   visit(model.output);
-  for (auto& l : model.layers)
-    for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) visit(*w);
+  for (auto& l : model.layers) {
+    for (auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.router})
+      if (!w->empty()) visit(*w);
+    for (auto* set : {&l.exp_gate, &l.exp_up, &l.exp_down})
+      for (auto& w : *set) visit(w);
+  }
 }
 }  // namespace
 

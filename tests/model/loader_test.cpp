@@ -16,7 +16,7 @@ TEST(Loader, LoadsAllBundledFormats) {
   auto g = load_model({test::shared("models/stories260K/stories260K.gguf"), ""});
   ASSERT_TRUE(g.ok()) << g.error().message;
   EXPECT_EQ(g.value()->config.n_kv_heads, 4);
-  EXPECT_EQ(g.value()->config.rope_style, RopeStyle::Interleaved);
+  EXPECT_EQ(g.value()->config.rotaries[0].neox, false);
   EXPECT_EQ(g.value()->config.trained_context, 2048);
   auto b =
       load_model({test::shared("models/stories260K/stories260K.bin"), test::shared("models/stories260K/tok512.bin")});
@@ -24,9 +24,9 @@ TEST(Loader, LoadsAllBundledFormats) {
   EXPECT_EQ(b.value()->config.trained_context, 512);
   auto h = load_model({test::shared("models/tinystories-656k"), ""});
   ASSERT_TRUE(h.ok()) << h.error().message;
-  EXPECT_EQ(h.value()->config.rope_style, RopeStyle::Neox);
+  EXPECT_EQ(h.value()->config.rotaries[0].neox, true);
   EXPECT_TRUE(h.value()->config.tied_output);
-  EXPECT_FLOAT_EQ(h.value()->config.rms_eps, 1e-6f);
+  EXPECT_FLOAT_EQ(h.value()->config.norm_eps, 1e-6f);
   EXPECT_EQ(h.value()->vocab.kind, VocabKind::RankBpe);
   auto a = load_model({test::shared("models/aidreams260K/aidreams260K.bin"), ""});
   ASSERT_TRUE(a.ok()) << a.error().message;

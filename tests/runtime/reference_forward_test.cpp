@@ -16,7 +16,7 @@ void check(const test::TinySpec& spec, const KvPolicy& pol, double tol) {
   std::remove(path.c_str());
   ASSERT_TRUE(mr.ok()) << mr.error().message;
   const auto m = mr.value();
-  EXPECT_EQ(m->config.rope_style, spec.arch == "qwen2" ? RopeStyle::Neox : RopeStyle::Interleaved);
+  EXPECT_EQ(m->config.rotaries[0].neox, spec.arch == "qwen2");
   std::vector<int32_t> toks;
   for (int i = 0; i < 30; ++i) toks.push_back((i * 37 + 11) % spec.vocab);
   std::vector<std::vector<int>> visible;

@@ -135,19 +135,20 @@ inline std::vector<std::vector<double>> reference_forward(
   auto rms = [&](const std::vector<double>& x, const float* w) {
     double ss = 0;
     for (double v : x) ss += v * v;
-    const double sc = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + c.rms_eps);
+    const double sc = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + c.norm_eps);
     std::vector<double> y(x.size());
     for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * sc * w[i];
     return y;
   };
   auto rope = [&](std::vector<double>& v, int heads, int64_t pos) {
-    const int half = c.rope_dim / 2;
+    const RotaryConfig& rc = c.rotaries[0];
+    const int half = rc.dim / 2;
     for (int h = 0; h < heads; ++h)
       for (int i = 0; i < half; ++i) {
         const double theta =
-            static_cast<double>(pos) * std::pow(static_cast<double>(c.rope_base), -2.0 * i / c.rope_dim);
-        const int a = c.rope_style == RopeStyle::Interleaved ? 2 * i : i;
-        const int b = c.rope_style == RopeStyle::Interleaved ? 2 * i + 1 : i + half;
+            static_cast<double>(pos) * std::pow(rc.base, -2.0 * i / rc.dim);
+        const int a = rc.neox ? i : 2 * i;
+        const int b = rc.neox ? i + half : 2 * i + 1;
         const double x0 = v[static_cast<size_t>(h * hd + a)], x1 = v[static_cast<size_t>(h * hd + b)];
         v[static_cast<size_t>(h * hd + a)] = x0 * std::cos(theta) - x1 * std::sin(theta);
         v[static_cast<size_t>(h * hd + b)] = x0 * std::sin(theta) + x1 * std::cos(theta);
@@ -168,7 +169,7 @@ inline std::vector<std::vector<double>> reference_forward(
       q[t] = mv(wq, xb, static_cast<size_t>(nh * hd));
       k[t] = mv(wk, xb, static_cast<size_t>(nkv * hd));
       v[t] = mv(wv, xb, static_cast<size_t>(nkv * hd));
-      if (c.qkv_bias) {
+      if (!L.bq.empty()) {
         for (size_t i = 0; i < q[t].size(); ++i) q[t][i] += L.bq.f32()[i];
         for (size_t i = 0; i < k[t].size(); ++i) k[t][i] += L.bk.f32()[i], v[t][i] += L.bv.f32()[i];
       }
