@@ -56,10 +56,7 @@ int AttentionCommand::run() {
   if (pol->kind == PolicyKind::Recompute)
     return fail("attention inspection needs a cache policy (dense, window, sinks)");
 
-  EngineOptions eo;
-  eo.threads = model_.threads;
-  eo.act_quant = model_.activation_quant();
-  eo.max_chunk = policy_.chunk;
+  EngineOptions eo = engine_options(model_, policy_);
   eo.kv_blocks = blocks_needed(pol.value(), static_cast<int64_t>(tokens.size()), eo.block_tokens, eo.max_chunk) + 1;
   Engine engine(model, eo);
   AttentionStats stats(c.n_layers, c.n_heads, first_k_, map_layer_, map_head_, map_queries_);

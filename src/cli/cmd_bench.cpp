@@ -104,10 +104,7 @@ int BenchCommand::run() {
     return t;
   };
 
-  EngineOptions eo;
-  eo.threads = model_.threads;
-  eo.act_quant = model_.activation_quant();
-  eo.max_chunk = policy_.chunk;
+  EngineOptions eo = engine_options(model_, policy_);
   const int64_t max_prefill = *std::max_element(prefill->begin(), prefill->end());
   const int64_t dense_tokens = policy.bounded() ? 0 : std::max<int64_t>(max_prefill, positions->back() + samples_);
   eo.kv_blocks = blocks_needed(policy, std::max<int64_t>(dense_tokens, max_prefill), eo.block_tokens, eo.max_chunk) + 2;

@@ -68,10 +68,7 @@ int GenerateCommand::run() {
   std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos);
   if (prompt.empty()) prompt.push_back(model->vocab.bos >= 0 ? model->vocab.bos : 0);
 
-  EngineOptions eo;
-  eo.threads = model_.threads;
-  eo.act_quant = model_.activation_quant();
-  eo.max_chunk = policy_.chunk;
+  EngineOptions eo = engine_options(model_, policy_);
   const int64_t budget =
       static_cast<int64_t>(prompt.size()) + (n_new_ > 0 ? n_new_ : 4 * model->config.trained_context);
   const KvPolicy cache_policy = policy.kind == PolicyKind::Recompute ? KvPolicy::dense() : policy;

@@ -180,10 +180,7 @@ int PerplexityCommand::run() {
   std::vector<PolicyRun> runs;
   const bool tty = stderr_is_tty();
   for (const auto& pol : pols) {
-    EngineOptions eo;
-    eo.threads = model_.threads;
-    eo.act_quant = model_.activation_quant();
-    eo.max_chunk = policy_.chunk;
+    EngineOptions eo = engine_options(model_, policy_);
     if (pol.kind == PolicyKind::Recompute)
       eo.kv_blocks = 16 * blocks_needed(KvPolicy::dense(), pol.recompute_len, eo.block_tokens, eo.max_chunk);
     else

@@ -118,6 +118,7 @@ int ServeCommand::run() {
   sopts.act_quant = model_.activation_quant();
   sopts.kv_blocks = kv_blocks_;
   sopts.max_chunk = policy_.chunk;
+  sopts.sink_logit = policy_.sink_logit;
   sopts.max_batch = max_batch_;
   sopts.max_queue = max_queue_;
   sopts.max_sessions = max_sessions_;

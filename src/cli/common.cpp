@@ -53,6 +53,18 @@ void PolicyFlags::add(CLI::App& app, bool many) {
   app.add_option("--chunk", chunk, "prefill chunk size (tokens per step)")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
+  app.add_option("--sink-logit", sink_logit,
+                 "add a virtual sink with this logit to every head's softmax (0 = softmax1; on top of learned sinks)")
+      ->check(CLI::Range(-1000.0, 1000.0));
+}
+
+EngineOptions engine_options(const ModelFlags& m, const PolicyFlags& p) {
+  EngineOptions eo;
+  eo.threads = m.threads;
+  eo.act_quant = m.activation_quant();
+  eo.max_chunk = p.chunk;
+  eo.sink_logit = p.sink_logit;
+  return eo;
 }
 
 Result<std::vector<KvPolicy>> PolicyFlags::resolve(int64_t ctx) const {

@@ -2,12 +2,14 @@
 // Shared CLI plumbing: default model paths, model loading flags, policy flags.
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "kv/policy.h"
 #include "model/model.h"
 #include "ops/matmul.h"
+#include "runtime/engine.h"
 
 namespace ss::cli {
 
@@ -32,10 +34,15 @@ struct PolicyFlags {
   int sinks = -1;
   int window = -1;
   int chunk = 64;
+  std::optional<float> sink_logit;  // --sink-logit: a virtual sink in every head
   void add(CLI::App& app, bool many);
   // Policies named by --policy (or --sinks/--window), defaulting to sinks:4:(ctx-4).
   Result<std::vector<KvPolicy>> resolve(int64_t trained_context) const;
 };
+
+// Engine options every command shares: threads, activations, prefill chunk,
+// virtual sink (kv_blocks is left to the command).
+EngineOptions engine_options(const ModelFlags& m, const PolicyFlags& p);
 
 std::string format_rate(double per_second);
 

@@ -18,12 +18,13 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
         eo.threads = opts.threads;
         eo.act_quant = opts.act_quant;
         eo.max_chunk = opts.max_chunk;
+        eo.sink_logit = opts.sink_logit;
         const int per = blocks_needed(opts.policy.bounded() ? opts.policy : KvPolicy::dense(),
                                       model->config.trained_context, eo.block_tokens, eo.max_chunk);
         eo.kv_blocks = opts.kv_blocks > 0 ? opts.kv_blocks : per * std::max(1, opts.max_batch);
         return eo;
       }()) {
-  fp_ = {model->config.n_layers, model->config.kv_dim(), model->config.n_vocab};
+  fp_ = fingerprint_of(model->config);
   spill_dir_ = opts_.spill_dir;
   if (opts_.state_dir.empty() && spill_dir_.empty()) {
     std::string tmpl =

@@ -17,7 +17,7 @@ namespace ss {
 
 namespace {
 constexpr uint32_t kMagic = 0x564B5353;  // "SSKV"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
 
 uint64_t fnv1a(const uint8_t* p, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -42,6 +42,10 @@ Status write_all(int fd, const std::vector<uint8_t>& b, const std::string& path)
 }
 }  // namespace
 
+ModelFingerprint fingerprint_of(const ModelConfig& c) {
+  return {c.full_layers(), c.kv_dim(), c.n_vocab, c.n_layers - c.full_layers(), c.sliding_window()};
+}
+
 bool valid_session_id(const std::string& id) {
   if (id.empty() || id.size() > 64) return false;
   for (char c : id)
@@ -56,6 +60,8 @@ std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerpri
   put(b, fp.n_layers);
   put(b, fp.kv_dim);
   put(b, fp.n_vocab);
+  put(b, fp.sliding_layers);
+  put(b, fp.sliding_window);
   put<uint32_t>(b, static_cast<uint32_t>(r.id.size()));
   b.insert(b.end(), r.id.begin(), r.id.end());
   put<uint8_t>(b, static_cast<uint8_t>(r.state.policy.kind));
@@ -73,6 +79,9 @@ std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerpri
   put<uint64_t>(b, r.state.rows.size());
   const auto* rp = reinterpret_cast<const uint8_t*>(r.state.rows.data());
   b.insert(b.end(), rp, rp + r.state.rows.size() * sizeof(float));
+  put<uint64_t>(b, r.state.sliding_rows.size());
+  const auto* sp = reinterpret_cast<const uint8_t*>(r.state.sliding_rows.data());
+  b.insert(b.end(), sp, sp + r.state.sliding_rows.size() * sizeof(float));
   put(b, fnv1a(b.data(), b.size()));
   return b;
 }
@@ -87,9 +96,13 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   uint32_t magic, version;
   ModelFingerprint got;
   if (!r.read(magic) || magic != kMagic) return make_error("not a sinkstream session file");
-  if (!r.read(version) || version != kVersion) return make_error("unsupported session file version");
+  // Version 1 (before sliding layers) is version 2 with none.
+  if (!r.read(version) || (version != kVersion && version != 1)) return make_error("unsupported session file version");
   if (!r.read(got.n_layers) || !r.read(got.kv_dim) || !r.read(got.n_vocab)) return make_error("session file truncated");
-  if (got.n_layers != fp.n_layers || got.kv_dim != fp.kv_dim || got.n_vocab != fp.n_vocab)
+  if (version >= 2 && (!r.read(got.sliding_layers) || !r.read(got.sliding_window)))
+    return make_error("session file truncated");
+  if (got.n_layers != fp.n_layers || got.kv_dim != fp.kv_dim || got.n_vocab != fp.n_vocab ||
+      got.sliding_layers != fp.sliding_layers || got.sliding_window != fp.sliding_window)
     return make_error("session was saved with a different model");
   SessionRecord s;
   uint32_t id_len;
@@ -129,14 +142,26 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
         static_cast<int64_t>(i) < sinks ? static_cast<int64_t>(i) : w0 + (static_cast<int64_t>(i) - sinks);
     if (!r.read(s.state.indices[i]) || s.state.indices[i] != expect) return make_error("bad cache index");
   }
-  if (!r.read(n) ||
-      n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * 2 * static_cast<uint64_t>(fp.kv_dim) ||
-      n * 4 != r.remaining())
+  const uint64_t row_floats = 2 * static_cast<uint64_t>(fp.kv_dim);
+  if (!r.read(n) || n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * row_floats ||
+      n > r.remaining() / 4)
     return make_error("bad KV row count");
   s.state.rows.resize(static_cast<size_t>(n));
   std::string raw;
   r.read_bytes(static_cast<size_t>(n) * 4, raw);
   std::memcpy(s.state.rows.data(), raw.data(), raw.size());
+  // The sliding layers' window: its last min(n_seen, window - 1) tokens.
+  const int64_t swa_tokens = fp.sliding_window > 0 ? std::min<int64_t>(n_seen, fp.sliding_window - 1) : 0;
+  const uint64_t want_swa = static_cast<uint64_t>(swa_tokens) * static_cast<uint64_t>(fp.sliding_layers) * row_floats;
+  if (version == 1) {
+    n = 0;
+  } else if (!r.read(n)) {
+    return make_error("bad sliding KV row count");
+  }
+  if (n != want_swa || n * 4 != r.remaining()) return make_error("bad sliding KV row count");
+  s.state.sliding_rows.resize(static_cast<size_t>(n));
+  r.read_bytes(static_cast<size_t>(n) * 4, raw);
+  std::memcpy(s.state.sliding_rows.data(), raw.data(), raw.size());
   return s;
 }
 

@@ -21,9 +21,13 @@ struct SessionRecord {
   int64_t tokens_in = 0, tokens_out = 0;
 };
 
+// n_layers: full-attention layers (rows per cached index); sliding layers
+// keep their own window's rows.
 struct ModelFingerprint {
   int32_t n_layers = 0, kv_dim = 0, n_vocab = 0;
+  int32_t sliding_layers = 0, sliding_window = 0;
 };
+ModelFingerprint fingerprint_of(const ModelConfig& c);
 
 std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerprint& fp);
 Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const ModelFingerprint& fp);

@@ -41,6 +41,22 @@ TEST(SessionFile, RoundTrip) {
   EXPECT_FALSE(decode_session(encode_session(r, kFp), ModelFingerprint{3, 4, 100}).ok());
 }
 
+// Sliding layers keep their own window: its rows travel after the full
+// layers', sized from n_seen and the window, and a wrong count is refused.
+TEST(SessionFile, SlidingLayerRowsRoundTripAndAreCounted) {
+  const ModelFingerprint fp{2, 4, 100, 3, 4};  // 3 sliding layers, window 4: last 3 tokens
+  auto r = sample(2);
+  r.state.sliding_rows.resize(3 * 3 * 2 * 4);
+  for (size_t i = 0; i < r.state.sliding_rows.size(); ++i) r.state.sliding_rows[i] = -static_cast<float>(i);
+  auto d = decode_session(encode_session(r, fp), fp);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->state.sliding_rows, r.state.sliding_rows);
+  EXPECT_EQ(d->state.rows, r.state.rows);
+  EXPECT_FALSE(decode_session(encode_session(r, fp), kFp).ok());  // saved with another model
+  r.state.sliding_rows.pop_back();
+  EXPECT_FALSE(decode_session(encode_session(r, fp), fp).ok());
+}
+
 TEST(SessionFile, EveryTruncationAndBitFlipIsDetected) {
   const auto b = encode_session(sample(1), kFp);
   for (size_t n = 0; n < b.size(); ++n) {
