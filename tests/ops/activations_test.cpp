@@ -39,3 +39,35 @@ TEST(Swiglu, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_Match
 
 }  // namespace
 }  // namespace ss
+
+namespace ss {
+namespace {
+
+TEST(Gelu, TanhApproximationAtKnownPoints) {
+  float x[4] = {0.0f, 1.0f, -1.0f, 3.0f};
+  gelu_tanh(x, 4);
+  EXPECT_FLOAT_EQ(x[0], 0.0f);
+  EXPECT_NEAR(x[1], 0.841192f, 1e-6f);
+  EXPECT_NEAR(x[2], -0.158808f, 1e-6f);
+  EXPECT_NEAR(x[3], 2.996363f, 1e-6f);
+  const float g[2] = {1.0f, -1.0f}, u[2] = {2.0f, 3.0f};
+  float out[2];
+  geglu(g, u, 2, out);
+  EXPECT_NEAR(out[0], 2 * 0.841192f, 2e-6f);
+  EXPECT_NEAR(out[1], 3 * -0.158808f, 2e-6f);
+}
+
+// gpt-oss's swiglu: the gate is capped at the limit from above only, the up
+// projection clamped both ways and offset by one.
+TEST(SwigluOai, ClampsAndOffsets) {
+  const float gate[3] = {10.0f, -10.0f, 0.5f}, up[3] = {-20.0f, 20.0f, 0.25f};
+  float out[3];
+  swiglu_oai(gate, up, 3, 1.702f, 7.0f, out);
+  auto sig = [](float z) { return 1.0f / (1.0f + std::exp(-z)); };
+  EXPECT_NEAR(out[0], 7.0f * sig(1.702f * 7.0f) * (-7.0f + 1.0f), 1e-5f);
+  EXPECT_NEAR(out[1], -10.0f * sig(-17.02f) * (7.0f + 1.0f), 1e-5f);
+  EXPECT_NEAR(out[2], 0.5f * sig(0.851f) * 1.25f, 1e-6f);
+}
+
+}  // namespace
+}  // namespace ss

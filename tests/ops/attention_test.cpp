@@ -118,3 +118,83 @@ TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
 
 }  // namespace
 }  // namespace ss
+
+namespace ss {
+namespace {
+
+// The same kernel with ALiBi biases and sink logits, against the two-pass
+// twin: scores + slope * (key - query position), softmax with the sinks in
+// the denominator (softmax_with_extra), accumulate.
+void check_OnlineSoftmaxWithAlibiAndSinksMatchesTwin() {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> u(-3, 3);
+  for (int hd : {8, 13, 64}) {
+    for (int g : {1, 3, 4}) {
+      for (int n : {1, 17, 53}) {
+        const int col_stride = (n + 15) / 16 * 16 + 16, stride = hd * 2 + 3;
+        std::vector<float> q(static_cast<size_t>(g) * hd), k(static_cast<size_t>(col_stride) * hd),
+            v(static_cast<size_t>(n) * stride), slopes(static_cast<size_t>(g)), sinks(2 * static_cast<size_t>(g));
+        for (auto& x : q) x = u(rng);
+        for (auto& x : k) x = u(rng);
+        for (auto& x : v) x = u(rng);
+        alibi_slopes(g, 8.0f, slopes.data());
+        for (auto& x : sinks) x = u(rng);
+        const float scale = 0.3f;
+        const int64_t query = n + 40;  // keys sit at positions 3 .. 3 + n - 1
+        for (int n_sinks : {0, 1, 2}) {
+          std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+              scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
+          attn_online_init_sinks(g, hd, sinks.data(), n_sinks, m.data(), l.data(), acc.data());
+          for (int r0 = 0; r0 < n;) {
+            const int count = std::min(n - r0, 1 + (r0 * 5) % 19);
+            const AttnAlibi ab{slopes.data(), static_cast<float>(3 - query)};
+            attn_online_update(q.data(), g, k.data(), col_stride, v.data(), stride, r0, count, hd, scale, m.data(),
+                               l.data(), acc.data(), scratch.data(), &ab);
+            r0 += count;
+          }
+          attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+          for (int h = 0; h < g; ++h) {
+            std::vector<float> p(static_cast<size_t>(n)), want(static_cast<size_t>(hd), 0.0f), extra;
+            attn_scores_scalar(q.data() + h * hd, k.data(), col_stride, n, hd, scale, p.data());
+            for (int r = 0; r < n; ++r) p[static_cast<size_t>(r)] += slopes[static_cast<size_t>(h)] * (3 + r - query);
+            for (int s = 0; s < n_sinks; ++s) extra.push_back(sinks[static_cast<size_t>(s * g + h)]);
+            softmax_with_extra(p.data(), n, extra.data(), n_sinks);
+            attn_accumulate_scalar(p.data(), v.data(), stride, n, hd, want.data());
+            for (int d = 0; d < hd; ++d)
+              ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
+                  << "hd=" << hd << " g=" << g << " n=" << n << " sinks=" << n_sinks << " h=" << h;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionKernels, OnlineSoftmaxWithAlibiAndSinksMatchesTwin) {
+  test::at_every_cpu_level(check_OnlineSoftmaxWithAlibiAndSinksMatchesTwin);
+}
+
+// ggml's slopes: 8 heads 2^-1 .. 2^-8; 6 heads (not a power of two) take
+// the second branch for the last two (MPT's build_alibi_bias agrees).
+TEST(Alibi, SlopesFollowGgmlRule) {
+  float s8[8], s6[6];
+  alibi_slopes(8, 8.0f, s8);
+  for (int h = 0; h < 8; ++h) EXPECT_FLOAT_EQ(s8[h], std::ldexp(1.0f, -(h + 1)));
+  alibi_slopes(6, 8.0f, s6);
+  const float want[6] = {1.0f / 4, 1.0f / 16, 1.0f / 64, 1.0f / 256, 1.0f / 2, 1.0f / 8};
+  for (int h = 0; h < 6; ++h) EXPECT_FLOAT_EQ(s6[h], want[h]);
+}
+
+// A sink logit of 0 is softmax1: probabilities sum to 1 / (1 + 1/sum exp).
+TEST(Softmax, ExtraLogitsTakeProbabilityMass) {
+  float x[3] = {0.0f, 0.0f, 0.0f};
+  const float zero = 0.0f;
+  softmax_with_extra(x, 3, &zero, 1);
+  for (float p : x) EXPECT_FLOAT_EQ(p, 0.25f);
+  float y[2] = {1.0f, 2.0f};
+  softmax_with_extra(y, 2, nullptr, 0);
+  EXPECT_NEAR(y[0] + y[1], 1.0f, 1e-7f);
+}
+
+}  // namespace
+}  // namespace ss

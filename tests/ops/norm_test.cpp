@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -28,6 +29,37 @@ void check_MatchesScalarTwinAtOddSizes() {
 }
 
 TEST(RmsNorm, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_MatchesScalarTwinAtOddSizes); }
+
+}  // namespace
+}  // namespace ss
+
+namespace ss {
+namespace {
+
+// LayerNorm against a double-precision evaluation, with and without bias,
+// at odd sizes and an offset mean (where a one-pass variance would cancel).
+TEST(LayerNorm, MatchesDoubleReference) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0, 1);
+  for (int n : {1, 7, 64, 97}) {
+    std::vector<float> x(static_cast<size_t>(n)), w(x.size()), b(x.size()), out(x.size());
+    for (auto& v : x) v = 100.0f + nd(rng);
+    for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
+    for (auto& v : b) v = 0.1f * nd(rng);
+    double mean = 0, var = 0;
+    for (float v : x) mean += v;
+    mean /= n;
+    for (float v : x) var += (v - mean) * (v - mean);
+    var /= n;
+    for (bool bias : {false, true}) {
+      layer_norm(x.data(), w.data(), bias ? b.data() : nullptr, n, 1e-5f, out.data());
+      for (int i = 0; i < n; ++i) {
+        const double want = (x[i] - mean) / std::sqrt(var + 1e-5) * w[i] + (bias ? b[i] : 0.0);
+        EXPECT_NEAR(out[i], want, 2e-4) << n << " " << i;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace ss

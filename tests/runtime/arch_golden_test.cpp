@@ -76,13 +76,25 @@ Agreement compare(const Golden& g, const std::vector<float>& ours) {
   return a;
 }
 
+// Counts what the inspector's path hands out; probabilities must sum to at most 1.
+struct CountingObserver : AttentionObserver {
+  int64_t rows = 0;
+  void on_attention(int, int, SeqId, int64_t, int64_t, int64_t, std::span<const float> p) override {
+    double sum = 0;
+    for (float x : p) sum += x;
+    EXPECT_LE(sum, 1.0 + 1e-5);
+    ++rows;
+  }
+};
+
 // Logits for every position: `chunk` tokens per forward call (0: all at once).
 std::vector<float> run(const std::shared_ptr<const Model>& m, const std::vector<int32_t>& toks, int chunk,
-                       int max_chunk, const KvPolicy& pol = KvPolicy::dense()) {
+                       int max_chunk, const KvPolicy& pol = KvPolicy::dense(), AttentionObserver* obs = nullptr) {
   EngineOptions eo;
   eo.kv_blocks = 64;
   eo.max_chunk = max_chunk;
   Engine e(m, eo);
+  e.set_attention_observer(obs);
   const SeqId id = e.create_sequence(pol).value();
   std::vector<float> out;
   const size_t step = chunk > 0 ? static_cast<size_t>(chunk) : toks.size();
@@ -120,6 +132,128 @@ TEST_P(ArchGolden, MatchesLlamaCppBatchTokenByTokenAndChunked) {
     EXPECT_EQ(a.top1_mismatch, 0) << GetParam() << " " << mode.name;
     std::printf("[arch %s] %-26s max |d log-softmax| %.2e  max |d NLL| %.2e\n", GetParam(), mode.name,
                 a.max_dlogsoftmax, a.max_dnll);
+  }
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+  return d;
+}
+
+// Streaming on every architecture (sliding layers, ALiBi, partial rotary,
+// learned sinks): a policy that has evicted nothing by the last token equals
+// the dense golden; evicting policies give the same logits in one batch,
+// token by token and in uneven chunks (STREAMING.md's prefill contract),
+// and differ from dense once they evict.
+TEST_P(ArchGolden, StreamingPoliciesPrefillInChunksAsTokenByToken) {
+  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
+  const Golden g = load_golden(dir);
+  auto mr = load_model({dir + "/model.gguf", ""});
+  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  const auto m = mr.value();
+  for (const char* spec : {"sinks:4:60", "window:63"}) {
+    const KvPolicy pol = KvPolicy::parse(spec, 2048).value();
+    const Agreement a = compare(g, run(m, g.tokens, 1, 8, pol));
+    EXPECT_LE(a.max_dlogsoftmax, kTol) << GetParam() << " " << spec;
+  }
+  for (const char* spec : {"sinks:4:12", "window:16", "sinks:1:5"}) {
+    const KvPolicy pol = KvPolicy::parse(spec, 2048).value();
+    const auto tbt = run(m, g.tokens, 1, 64, pol);
+    const auto batch = run(m, g.tokens, 0, 64, pol);
+    const auto chunks = run(m, g.tokens, 7, 5, pol);
+    EXPECT_LE(max_abs_diff(tbt, batch), 2e-5) << GetParam() << " " << spec;
+    EXPECT_LE(max_abs_diff(tbt, chunks), 2e-5) << GetParam() << " " << spec;
+    // The inspector's separate path (full probability rows) gives the same logits.
+    CountingObserver obs;
+    EXPECT_LE(max_abs_diff(tbt, run(m, g.tokens, 5, 5, pol, &obs)), 2e-5) << GetParam() << " " << spec;
+    EXPECT_EQ(obs.rows, static_cast<int64_t>(g.tokens.size()) * m->config.n_layers * m->config.n_heads);
+    // The last row saw evictions: it must not be the dense answer.
+    const std::vector<float> last_ours(tbt.end() - g.vocab, tbt.end()), last_dense(g.logits.end() - g.vocab, g.logits.end());
+    EXPECT_GT(max_abs_diff(last_ours, last_dense), 1e-3) << GetParam() << " " << spec;
+  }
+}
+
+// A long run in constant memory: after the windows fill, neither pool
+// (full layers' sinks + window, sliding layers' own window) grows.
+TEST_P(ArchGolden, LongStreamHoldsConstantBlocks) {
+  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
+  auto mr = load_model({dir + "/model.gguf", ""});
+  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  EngineOptions eo;
+  eo.kv_blocks = 8;
+  eo.max_chunk = 4;
+  Engine e(mr.value(), eo);
+  const SeqId id = e.create_sequence(KvPolicy::sinks_window(4, 28)).value();
+  int held_at_100 = -1, sliding_at_100 = -1;
+  std::vector<std::vector<float>> logits;
+  int32_t tok = 1;
+  for (int i = 0; i < 600; ++i) {
+    const BatchItem item{id, std::span<const int32_t>(&tok, 1), false};
+    ASSERT_TRUE(e.forward(std::span<const BatchItem>(&item, 1), logits).ok()) << i;
+    for (float x : logits[0]) ASSERT_TRUE(std::isfinite(x)) << i;
+    tok = static_cast<int32_t>(3 + (i * 131 + 7) % 500);
+    if (i == 100) {
+      held_at_100 = e.pool().used_blocks();
+      sliding_at_100 = e.sliding_pool() ? e.sliding_pool()->used_blocks() : 0;
+    }
+  }
+  EXPECT_EQ(e.pool().used_blocks(), held_at_100);
+  EXPECT_EQ(e.pool().peak_used_blocks(), held_at_100);
+  if (e.sliding_pool()) {
+    EXPECT_EQ(e.sliding_pool()->used_blocks(), sliding_at_100);
+    EXPECT_EQ(e.sliding_pool()->peak_used_blocks(), sliding_at_100);
+  }
+}
+
+// Export then import (what session files and spills do), including the
+// sliding layers' window, continues exactly as the original sequence.
+TEST_P(ArchGolden, ExportImportContinuesIdentically) {
+  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
+  const Golden g = load_golden(dir);
+  auto mr = load_model({dir + "/model.gguf", ""});
+  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  EngineOptions eo;
+  eo.kv_blocks = 32;
+  Engine a(mr.value(), eo), b(mr.value(), eo);
+  const SeqId sa = a.create_sequence(KvPolicy::sinks_window(4, 12)).value();
+  std::vector<std::vector<float>> la, lb;
+  const BatchItem first{sa, std::span<const int32_t>(g.tokens.data(), 40), false};
+  ASSERT_TRUE(a.forward(std::span<const BatchItem>(&first, 1), la).ok());
+  const SeqId sb = b.import_sequence(a.export_sequence(sa)).value();
+  const BatchItem rest_a{sa, std::span<const int32_t>(g.tokens.data() + 40, 24), true};
+  const BatchItem rest_b{sb, std::span<const int32_t>(g.tokens.data() + 40, 24), true};
+  ASSERT_TRUE(a.forward(std::span<const BatchItem>(&rest_a, 1), la).ok());
+  ASSERT_TRUE(b.forward(std::span<const BatchItem>(&rest_b, 1), lb).ok());
+  EXPECT_EQ(la[0], lb[0]);
+}
+
+// --sink-logit: a very negative virtual sink changes nothing; softmax1
+// (logit 0) changes every row.
+TEST_P(ArchGolden, VirtualSinkLogit) {
+  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
+  const Golden g = load_golden(dir);
+  auto mr = load_model({dir + "/model.gguf", ""});
+  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  auto with_sink = [&](std::optional<float> x) {
+    EngineOptions eo;
+    eo.kv_blocks = 16;
+    eo.sink_logit = x;
+    Engine e(mr.value(), eo);
+    const SeqId id = e.create_sequence(KvPolicy::dense()).value();
+    const BatchItem item{id, std::span<const int32_t>(g.tokens.data(), 16), true};
+    std::vector<std::vector<float>> l;
+    EXPECT_TRUE(e.forward(std::span<const BatchItem>(&item, 1), l).ok());
+    return l[0];
+  };
+  const auto none = with_sink(std::nullopt);
+  EXPECT_LE(max_abs_diff(none, with_sink(-1000.0f)), 1e-6);
+  const auto one = with_sink(0.0f);
+  for (int r = 0; r < 16; ++r) {
+    const std::vector<float> a(none.begin() + r * g.vocab, none.begin() + (r + 1) * g.vocab),
+        b(one.begin() + r * g.vocab, one.begin() + (r + 1) * g.vocab);
+    EXPECT_GT(max_abs_diff(a, b), 1e-4) << GetParam() << " row " << r;
   }
 }
 
