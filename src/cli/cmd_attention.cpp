@@ -52,12 +52,10 @@ int AttentionCommand::run() {
   if (static_cast<int64_t>(tokens.size()) > limit_) tokens.resize(static_cast<size_t>(limit_));
   std::vector<std::string> pols_spec = policy_.policies.empty() ? std::vector<std::string>{"dense"} : policy_.policies;
   auto pol = KvPolicy::parse(pols_spec[0], c.trained_context);
-  if (!pol.ok()) return fail(pol.error().message);
-  if (pol->kind == PolicyKind::Recompute)
-    return fail("attention inspection needs a cache policy (dense, window, sinks)");
+  if (!pol.ok()) return fail(pol.error().message + "; attention inspection needs a cache policy");
 
   EngineOptions eo = engine_options(model_, policy_);
-  eo.kv_blocks = blocks_needed(pol.value(), static_cast<int64_t>(tokens.size()), eo.block_tokens, eo.max_chunk) + 1;
+  size_kv_pools(eo, c, pol.value(), static_cast<int64_t>(tokens.size()));
   Engine engine(model, eo);
   AttentionStats stats(c.n_layers, c.n_heads, first_k_, map_layer_, map_head_, map_queries_);
   engine.set_attention_observer(&stats);

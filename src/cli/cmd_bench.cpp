@@ -82,8 +82,8 @@ int BenchCommand::run() {
   const auto model = model_r.value();
   auto pols = policy_.resolve(model->config.trained_context);
   if (!pols.ok()) return fail(pols.error().message);
-  const KvPolicy policy = pols.value()[0];
-  if (policy.kind == PolicyKind::Recompute) return fail("bench the streaming policy; give recompute via --compare");
+  if (pols.value()[0].recompute()) return fail("bench the streaming policy; give recompute via --compare");
+  const KvPolicy policy = pols.value()[0].policy;
   auto prefill = parse_list(prefill_);
   auto positions = parse_list(positions_);
   if (!prefill.ok()) return fail(prefill.error().message);
@@ -107,7 +107,7 @@ int BenchCommand::run() {
   EngineOptions eo = engine_options(model_, policy_);
   const int64_t max_prefill = *std::max_element(prefill->begin(), prefill->end());
   const int64_t dense_tokens = policy.bounded() ? 0 : std::max<int64_t>(max_prefill, positions->back() + samples_);
-  eo.kv_blocks = blocks_needed(policy, std::max<int64_t>(dense_tokens, max_prefill), eo.block_tokens, eo.max_chunk) + 2;
+  size_kv_pools(eo, model->config, policy, std::max<int64_t>(dense_tokens, max_prefill));
   Engine engine(model, eo);
   std::vector<std::vector<float>> logits;
 
@@ -189,7 +189,7 @@ int BenchCommand::run() {
     // Two streams fast-forwarded to A and B, then one decode step each in
     // turn, so drift and noise of a shared machine fall on both alike.
     EngineOptions pe = eo;
-    pe.kv_blocks = 2 * blocks_needed(policy, samples_ + 4096, pe.block_tokens, pe.max_chunk) + 2;
+    size_kv_pools(pe, model->config, policy, samples_ + 4096, 2);
     Engine paired(model, pe);
     SeqId ids[2];
     int32_t tok[2];
@@ -235,8 +235,7 @@ int BenchCommand::run() {
     if (!counts.ok()) return fail(counts.error().message);
     const int64_t most = *std::max_element(counts->begin(), counts->end());
     EngineOptions be = eo;
-    be.kv_blocks =
-        static_cast<int>(most) * blocks_needed(policy, batch_context_ + samples_, be.block_tokens, be.max_chunk) + 2;
+    size_kv_pools(be, model->config, policy, batch_context_ + samples_, static_cast<int>(most));
     Engine batched(model, be);
     const int steps = std::max(4, std::min(samples_, 64));
     // B sequences: a random prompt each, then `steps` greedy decode steps
@@ -312,12 +311,12 @@ int BenchCommand::run() {
   }
 
   if (!compare_.empty()) {
-    auto base = KvPolicy::parse(compare_, model->config.trained_context);
+    auto base = StreamMode::parse(compare_, model->config.trained_context);
     if (!base.ok()) return fail(base.error().message);
-    if (base->kind != PolicyKind::Recompute) return fail("--compare takes recompute:L");
+    if (!base->recompute()) return fail("--compare takes recompute:L");
     const int64_t L = base->recompute_len;
     EngineOptions be = eo;
-    be.kv_blocks = blocks_needed(KvPolicy::dense(), L, be.block_tokens, be.max_chunk) + 1;
+    size_kv_pools(be, model->config, KvPolicy::dense(), L);
     Engine baseline(model, be);
     const auto window = random_tokens(static_cast<size_t>(L));
     std::vector<double> lat;

@@ -63,7 +63,7 @@ int GenerateCommand::run() {
   if (auto st = sampling_.validate(); !st.ok()) return fail(st.error().message);
   auto pols = policy_.resolve(model->config.trained_context);
   if (!pols.ok()) return fail(pols.error().message);
-  const KvPolicy policy = pols.value()[0];
+  const StreamMode mode = pols.value()[0];
   const Tokenizer tok(model->vocab);
   std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos);
   if (prompt.empty()) prompt.push_back(model->vocab.bos >= 0 ? model->vocab.bos : 0);
@@ -71,16 +71,15 @@ int GenerateCommand::run() {
   EngineOptions eo = engine_options(model_, policy_);
   const int64_t budget =
       static_cast<int64_t>(prompt.size()) + (n_new_ > 0 ? n_new_ : 4 * model->config.trained_context);
-  const KvPolicy cache_policy = policy.kind == PolicyKind::Recompute ? KvPolicy::dense() : policy;
-  const int64_t cache_tokens = policy.kind == PolicyKind::Recompute ? policy.recompute_len : budget;
-  eo.kv_blocks =
-      kv_blocks_ > 0 ? kv_blocks_ : blocks_needed(cache_policy, cache_tokens, eo.block_tokens, eo.max_chunk) + 1;
+  size_kv_pools(eo, model->config, mode.recompute() ? KvPolicy::dense() : mode.policy,
+                mode.recompute() ? mode.recompute_len : budget);
+  if (kv_blocks_ > 0) eo.kv_blocks = kv_blocks_;
   Engine engine(model, eo);
 
   std::signal(SIGINT, on_sigint);
   Sampler sampler(sampling_);
   Detokenizer detok(tok);
-  RecentTokens recent(static_cast<size_t>(std::max<int64_t>(sampling_.repeat_last_n, policy.recompute_len)) + 1);
+  RecentTokens recent(static_cast<size_t>(std::max<int64_t>(sampling_.repeat_last_n, mode.recompute_len)) + 1);
   for (int32_t t : prompt) recent.push(t);
   if (!ids_) {
     for (int32_t t : prompt) std::fputs(detok.push(t).c_str(), stdout);
@@ -88,11 +87,11 @@ int GenerateCommand::run() {
   }
 
   SeqId seq = -1;
-  if (policy.kind != PolicyKind::Recompute) seq = engine.create_sequence(policy).value();
+  if (!mode.recompute()) seq = engine.create_sequence(mode.policy).value();
   std::vector<std::vector<float>> logits;
   auto step = [&](std::span<const int32_t> toks) -> Status {
-    if (policy.kind == PolicyKind::Recompute) {
-      SS_ASSIGN_OR_RETURN(auto lg, recompute_logits(engine, recent.last(static_cast<size_t>(policy.recompute_len))));
+    if (mode.recompute()) {
+      SS_ASSIGN_OR_RETURN(auto lg, recompute_logits(engine, recent.last(static_cast<size_t>(mode.recompute_len))));
       logits.assign(1, std::move(lg));
       return ok_status();
     }
@@ -133,7 +132,7 @@ int GenerateCommand::run() {
   std::fprintf(
       stderr,
       "\n[sinkstream] policy %s | prefill %zu tok in %.3f s (%s tok/s) | decode %lld tok in %.3f s (%s tok/s)%s\n",
-      policy.name().c_str(), prompt.size(), prefill_s, format_rate(prompt.size() / std::max(prefill_s, 1e-9)).c_str(),
+      mode.name().c_str(), prompt.size(), prefill_s, format_rate(prompt.size() / std::max(prefill_s, 1e-9)).c_str(),
       static_cast<long long>(generated), decode_s, format_rate(generated / std::max(decode_s, 1e-9)).c_str(),
       g_interrupted.load() ? " | interrupted" : "");
   return rc;

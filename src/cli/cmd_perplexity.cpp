@@ -36,13 +36,13 @@ Result<std::vector<int32_t>> read_token_file(const std::string& path) {
   return ids;
 }
 
-std::string file_tag(const KvPolicy& p) {
+std::string file_tag(const StreamMode& p) {
   std::string name = p.name();
   std::replace(name.begin(), name.end(), ':', '_');
   return name;
 }
 
-std::string expand_name(const std::string& pattern, const KvPolicy& p, bool several) {
+std::string expand_name(const std::string& pattern, const StreamMode& p, bool several) {
   const auto pos = pattern.find("{policy}");
   if (pos != std::string::npos) return pattern.substr(0, pos) + file_tag(p) + pattern.substr(pos + 8);
   if (!several) return pattern;
@@ -52,7 +52,7 @@ std::string expand_name(const std::string& pattern, const KvPolicy& p, bool seve
 }
 
 struct PolicyRun {
-  KvPolicy policy;
+  StreamMode policy;
   std::vector<double> nll;
   double seconds = 0;
   size_t peak_kv_bytes = 0;
@@ -181,10 +181,11 @@ int PerplexityCommand::run() {
   const bool tty = stderr_is_tty();
   for (const auto& pol : pols) {
     EngineOptions eo = engine_options(model_, policy_);
-    if (pol.kind == PolicyKind::Recompute)
-      eo.kv_blocks = 16 * blocks_needed(KvPolicy::dense(), pol.recompute_len, eo.block_tokens, eo.max_chunk);
+    // Recompute scores up to 16 windows as one batch (runtime/scoring.h).
+    if (pol.recompute())
+      size_kv_pools(eo, model->config, KvPolicy::dense(), pol.recompute_len, 16);
     else
-      eo.kv_blocks = blocks_needed(pol, static_cast<int64_t>(tokens.size()), eo.block_tokens, eo.max_chunk);
+      size_kv_pools(eo, model->config, pol.policy, static_cast<int64_t>(tokens.size()));
     Engine engine(model, eo);
     PolicyRun run{pol, {}, 0, 0};
     Progress progress(pol.name(), tty);
@@ -197,7 +198,7 @@ int PerplexityCommand::run() {
     if (!nll_r.ok()) return fail(pol.name() + ": " + nll_r.error().message);
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run.nll = std::move(nll_r.value());
-    run.peak_kv_bytes = static_cast<size_t>(engine.pool().peak_used_blocks()) * engine.pool().block_bytes();
+    run.peak_kv_bytes = engine.peak_kv_bytes();
     if (!nll_out_.empty())
       if (auto st = write_nll(expand_name(nll_out_, pol, pols.size() > 1), run); !st.ok())
         return fail(st.error().message);

@@ -81,7 +81,8 @@ int ServeCommand::run() {
   const auto model = model_r.value();
   auto pols = policy_.resolve(model->config.trained_context);
   if (!pols.ok()) return fail(pols.error().message);
-  if (!pols.value()[0].bounded()) return fail("serve needs a streaming policy (sinks:S:W or window:W)");
+  if (pols.value()[0].recompute() || !pols.value()[0].policy.bounded())
+    return fail("serve needs a streaming policy (sinks:S:W or window:W)");
   ServerOptions so;
   so.host = host_;
   so.port = port_;
@@ -113,7 +114,7 @@ int ServeCommand::run() {
     std::fprintf(stderr, "warning: serving on %s without --api-key: anyone who can reach it can use it\n",
                  host_.c_str());
   SchedulerOptions sopts;
-  sopts.policy = pols.value()[0];
+  sopts.policy = pols.value()[0].policy;
   sopts.threads = model_.threads;
   sopts.act_quant = model_.activation_quant();
   sopts.kv_blocks = kv_blocks_;

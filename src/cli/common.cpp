@@ -67,20 +67,20 @@ EngineOptions engine_options(const ModelFlags& m, const PolicyFlags& p) {
   return eo;
 }
 
-Result<std::vector<KvPolicy>> PolicyFlags::resolve(int64_t ctx) const {
-  std::vector<KvPolicy> out;
+Result<std::vector<StreamMode>> PolicyFlags::resolve(int64_t ctx) const {
+  std::vector<StreamMode> out;
   for (const auto& p : policies) {
-    SS_ASSIGN_OR_RETURN(auto pol, KvPolicy::parse(p, ctx));
-    out.push_back(pol);
+    SS_ASSIGN_OR_RETURN(auto mode, StreamMode::parse(p, ctx));
+    out.push_back(mode);
   }
   if (sinks >= 0 || window >= 0) {
     if (!policies.empty()) return make_error("use either --policy or --sinks/--window, not both");
     const int64_t s = sinks >= 0 ? sinks : 4;
     const int64_t w = window >= 0 ? window : ctx - s;
     if (w < 1) return make_error("window must be >= 1");
-    out.push_back(KvPolicy::sinks_window(s, w));
+    out.push_back(StreamMode::cached(KvPolicy::sinks_window(s, w)));
   }
-  if (out.empty()) out.push_back(KvPolicy::sinks_window(4, ctx > 8 ? ctx - 4 : 4));
+  if (out.empty()) out.push_back(StreamMode::cached(KvPolicy::sinks_window(4, ctx > 8 ? ctx - 4 : 4)));
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "ops/matmul.h"
 #include "runtime/engine.h"
+#include "runtime/stream_mode.h"
 
 namespace ss::cli {
 
@@ -37,7 +38,7 @@ struct PolicyFlags {
   std::optional<float> sink_logit;  // --sink-logit: a virtual sink in every head
   void add(CLI::App& app, bool many);
   // Policies named by --policy (or --sinks/--window), defaulting to sinks:4:(ctx-4).
-  Result<std::vector<KvPolicy>> resolve(int64_t trained_context) const;
+  Result<std::vector<StreamMode>> resolve(int64_t trained_context) const;
 };
 
 // Engine options every command shares: threads, activations, prefill chunk,

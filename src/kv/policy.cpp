@@ -69,13 +69,7 @@ Result<KvPolicy> KvPolicy::parse(std::string_view spec, int64_t trained_context)
     if (p.sinks == 0) p.kind = PolicyKind::Window;
     return p;
   }
-  if (kind == "recompute") {
-    if (nums.size() > 1) return bad("recompute takes one argument");
-    p.kind = PolicyKind::Recompute;
-    p.recompute_len = nums.empty() ? ctx : nums[0];
-    if (p.recompute_len < 1) return bad("recompute length must be >= 1");
-    return p;
-  }
+  if (kind == "recompute") return bad("recompute keeps no cache: it is not a cache policy");
   return bad("unknown kind");
 }
 
@@ -87,8 +81,6 @@ std::string KvPolicy::name() const {
       return "window:" + std::to_string(window);
     case PolicyKind::Sinks:
       return "sinks:" + std::to_string(sinks) + ":" + std::to_string(window);
-    case PolicyKind::Recompute:
-      return "recompute:" + std::to_string(recompute_len);
   }
   return "?";
 }

@@ -9,19 +9,22 @@
 
 namespace ss {
 
-enum class PolicyKind { Dense, Window, Sinks, Recompute };
+enum class PolicyKind { Dense, Window, Sinks };
 
 struct KvPolicy {
   PolicyKind kind = PolicyKind::Dense;
   int64_t sinks = 0;          // S: first tokens kept for ever
   int64_t window = 0;         // W: most recent tokens kept (0 = unbounded, dense)
-  int64_t recompute_len = 0;  // L for recompute
 
-  // "dense", "window:W", "sinks:S:W", "recompute:L". `trained_context` gives
-  // the defaults "sinks" = sinks:4:(ctx-4), "window" = window:ctx, "recompute" = recompute:ctx.
+  // "dense", "window:W", "sinks:S:W". `trained_context` gives the defaults
+  // "sinks" = sinks:4:(ctx-4), "window" = window:ctx. (recompute:L keeps no
+  // cache: it is an evaluation mode, runtime/stream_mode.h.)
   static Result<KvPolicy> parse(std::string_view spec, int64_t trained_context);
   static KvPolicy dense() { return {}; }
   static KvPolicy sinks_window(int64_t s, int64_t w);
+  // A sliding-window layer's own policy: a query sees itself and the
+  // native_window - 1 keys before it (no sinks).
+  static KvPolicy sliding_layer(int64_t native_window) { return {PolicyKind::Window, 0, native_window - 1}; }
 
   std::string name() const;
   bool bounded() const { return kind == PolicyKind::Window || kind == PolicyKind::Sinks; }

@@ -1,5 +1,6 @@
 #include "kv/sequence_kv.h"
 
+#include "kv/pool_sizing.h"
 #include "util/check.h"
 
 namespace ss {
@@ -8,11 +9,9 @@ SequenceKv::SequenceKv(BlockPool& pool, const KvPolicy& policy, int max_chunk)
     : pool_(pool), policy_(policy), max_chunk_(max_chunk) {
   SS_CHECK(max_chunk > 0);
   const int64_t B = pool.block_tokens();
-  if (policy_.bounded()) {
-    ring_tokens_ = (policy_.window + max_chunk + B - 1) / B * B;
-    window_blocks_.assign(static_cast<size_t>(ring_tokens_ / B), -1);
-  }
-  sink_blocks_.assign(static_cast<size_t>((policy_.sinks + B - 1) / B), -1);
+  ring_tokens_ = ring_token_count(policy_, pool.block_tokens(), max_chunk);
+  if (ring_tokens_ > 0) window_blocks_.assign(static_cast<size_t>(ring_tokens_ / B), -1);
+  sink_blocks_.assign(static_cast<size_t>(sink_block_count(policy_, pool.block_tokens())), -1);
 }
 
 SequenceKv::~SequenceKv() {

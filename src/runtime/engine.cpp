@@ -10,10 +10,11 @@
 
 namespace ss {
 
-int blocks_needed(const KvPolicy& policy, int64_t tokens, int block_tokens, int max_chunk) {
-  const int64_t B = block_tokens;
-  if (policy.bounded()) return static_cast<int>((policy.sinks + B - 1) / B + (policy.window + max_chunk + B - 1) / B);
-  return static_cast<int>((tokens + B - 1) / B);
+void size_kv_pools(EngineOptions& eo, const ModelConfig& c, const KvPolicy& p, int64_t tokens, int sequences) {
+  eo.kv_blocks = sequences * blocks_per_sequence(p, tokens, eo.block_tokens, eo.max_chunk);
+  const int w = c.sliding_window();
+  eo.sliding_kv_blocks =
+      w > 0 ? sequences * blocks_per_sequence(KvPolicy::sliding_layer(w), tokens, eo.block_tokens, eo.max_chunk) : 0;
 }
 
 std::vector<int64_t> sliding_resident(const ModelConfig& c, int64_t n_seen) {
@@ -25,13 +26,6 @@ std::vector<int64_t> sliding_resident(const ModelConfig& c, int64_t n_seen) {
 }
 
 namespace {
-// The sliding layers' policy: a query sees itself and the window - 1 keys before it.
-KvPolicy sliding_policy(const ModelConfig& c) {
-  KvPolicy p;
-  p.kind = PolicyKind::Window;
-  p.window = c.sliding_window() - 1;
-  return p;
-}
 
 RopeScaling rope_scaling(const RotaryConfig& r) {
   RopeScaling s;
@@ -74,13 +68,23 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
   }
 }
 
+size_t Engine::peak_kv_bytes() const {
+  size_t b = static_cast<size_t>(pool_.peak_used_blocks()) * pool_.block_bytes();
+  if (swa_pool_) b += static_cast<size_t>(swa_pool_->peak_used_blocks()) * swa_pool_->block_bytes();
+  return b;
+}
+
+size_t Engine::used_kv_bytes() const {
+  size_t b = static_cast<size_t>(pool_.used_blocks()) * pool_.block_bytes();
+  if (swa_pool_) b += static_cast<size_t>(swa_pool_->used_blocks()) * swa_pool_->block_bytes();
+  return b;
+}
+
 Result<SeqId> Engine::create_sequence(const KvPolicy& policy) {
-  if (policy.kind == PolicyKind::Recompute)
-    return make_error("policy " + policy.name() + " is evaluated by re-running the window; it has no cache");
   const SeqId id = next_id_++;
   EngineSequence& s = seqs_[id];
   s.kv[kFull] = std::make_unique<SequenceKv>(pool_, policy, opts_.max_chunk);
-  if (swa_pool_) s.kv[kSliding] = std::make_unique<SequenceKv>(*swa_pool_, sliding_policy(config()), opts_.max_chunk);
+  if (swa_pool_) s.kv[kSliding] = std::make_unique<SequenceKv>(*swa_pool_, KvPolicy::sliding_layer(config().sliding_window()), opts_.max_chunk);
   return id;
 }
 

@@ -10,6 +10,7 @@
 
 #include "kv/block_pool.h"
 #include "kv/policy.h"
+#include "kv/pool_sizing.h"
 #include "kv/sequence_kv.h"
 #include "model/model.h"
 #include "ops/matmul.h"
@@ -69,8 +70,9 @@ class AttentionObserver {
                             std::span<const float> probs) = 0;
 };
 
-// Blocks one sequence needs at most under a policy (dense: for `tokens` tokens).
-int blocks_needed(const KvPolicy& policy, int64_t tokens, int block_tokens, int max_chunk);
+// Sizes both pools (full layers under `p`, sliding layers under their native
+// window) for `sequences` sequences of up to `tokens` tokens (kv/pool_sizing.h).
+void size_kv_pools(EngineOptions& eo, const ModelConfig& c, const KvPolicy& p, int64_t tokens, int sequences = 1);
 
 class Engine {
  public:
@@ -84,10 +86,11 @@ class Engine {
   const BlockPool& pool() const { return pool_; }
   // The sliding layers' pool, null for models without sliding layers.
   const BlockPool* sliding_pool() const { return swa_pool_.get(); }
+  // KV bytes in use at the high-water mark of both pools.
+  size_t peak_kv_bytes() const;
+  size_t used_kv_bytes() const;
   ThreadPool& threads() { return threads_; }
 
-  // Recompute is a scoring/generation mode on top of dense sequences, not a
-  // cache policy: create_sequence rejects it.
   Result<SeqId> create_sequence(const KvPolicy& policy);
   void free_sequence(SeqId id);
   const SequenceKv* sequence(SeqId id) const;

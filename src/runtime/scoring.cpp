@@ -45,7 +45,8 @@ Result<std::vector<double>> score_cached(Engine& engine, std::span<const int32_t
 Result<std::vector<double>> score_recompute(Engine& engine, std::span<const int32_t> tokens, int64_t L,
                                             const ScoreProgress& progress) {
   const int n_vocab = engine.config().n_vocab;
-  const int per_seq = blocks_needed(KvPolicy::dense(), L, engine.options().block_tokens, engine.options().max_chunk);
+  const int per_seq =
+      blocks_per_sequence(KvPolicy::dense(), L, engine.options().block_tokens, engine.options().max_chunk);
   const int parallel = std::max(1, std::min(32, engine.pool().free_blocks() / std::max(1, per_seq)));
   if (engine.pool().free_blocks() < per_seq)
     return make_error("KV pool too small for recompute:" + std::to_string(L) + " (needs " + std::to_string(per_seq) +
@@ -81,10 +82,10 @@ Result<std::vector<double>> score_recompute(Engine& engine, std::span<const int3
 
 }  // namespace
 
-Result<std::vector<double>> score_tokens(Engine& engine, std::span<const int32_t> tokens, const KvPolicy& policy,
+Result<std::vector<double>> score_tokens(Engine& engine, std::span<const int32_t> tokens, const StreamMode& mode,
                                          const ScoreProgress& progress) {
-  if (policy.kind == PolicyKind::Recompute) return score_recompute(engine, tokens, policy.recompute_len, progress);
-  return score_cached(engine, tokens, policy, progress);
+  if (mode.recompute()) return score_recompute(engine, tokens, mode.recompute_len, progress);
+  return score_cached(engine, tokens, mode.policy, progress);
 }
 
 Result<std::vector<float>> recompute_logits(Engine& engine, std::span<const int32_t> window) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kv/policy.h"
+#include "runtime/stream_mode.h"
 #include "runtime/engine.h"
 #include "util/result.h"
 
@@ -17,7 +18,7 @@ namespace ss {
 using ScoreProgress = std::function<void(int64_t done, int64_t total, double nll_sum)>;
 
 // nll[i] = -ln p(tokens[i+1] | stream up to i), i = 0 .. N-2.
-Result<std::vector<double>> score_tokens(Engine& engine, std::span<const int32_t> tokens, const KvPolicy& policy,
+Result<std::vector<double>> score_tokens(Engine& engine, std::span<const int32_t> tokens, const StreamMode& mode,
                                          const ScoreProgress& progress = {});
 
 // Logits for the last token of a fresh dense forward over `window` (the

@@ -19,9 +19,13 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
         eo.act_quant = opts.act_quant;
         eo.max_chunk = opts.max_chunk;
         eo.sink_logit = opts.sink_logit;
-        const int per = blocks_needed(opts.policy.bounded() ? opts.policy : KvPolicy::dense(),
-                                      model->config.trained_context, eo.block_tokens, eo.max_chunk);
+        const int64_t ctx = model->config.trained_context;
+        const int per = ::ss::blocks_per_sequence(opts.policy, ctx, eo.block_tokens, eo.max_chunk);
         eo.kv_blocks = opts.kv_blocks > 0 ? opts.kv_blocks : per * std::max(1, opts.max_batch);
+        // The sliding layers' pool holds as many sequences as the full one.
+        if (const int w = model->config.sliding_window(); w > 0)
+          eo.sliding_kv_blocks = (eo.kv_blocks + per - 1) / per *
+                                 ::ss::blocks_per_sequence(KvPolicy::sliding_layer(w), ctx, eo.block_tokens, eo.max_chunk);
         return eo;
       }()) {
   fp_ = fingerprint_of(model->config);
@@ -203,7 +207,7 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
     }
   }
   if (!s) {
-    auto id = engine_.create_sequence(opts_.policy.kind == PolicyKind::Recompute ? KvPolicy::dense() : opts_.policy);
+    auto id = engine_.create_sequence(opts_.policy);
     if (!id.ok()) {
       finish(a, "error", id.error().message, 500);
       return;

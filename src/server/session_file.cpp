@@ -67,7 +67,7 @@ std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerpri
   put<uint8_t>(b, static_cast<uint8_t>(r.state.policy.kind));
   put(b, r.state.policy.sinks);
   put(b, r.state.policy.window);
-  put(b, r.state.policy.recompute_len);
+  put<int64_t>(b, 0);  // was recompute's length in version 1; always 0
   put(b, r.state.n_seen);
   put(b, r.turns);
   put(b, r.tokens_in);
@@ -110,14 +110,14 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
     return make_error("bad session id");
   uint8_t kind;
   auto& p = s.state.policy;
-  if (!r.read(kind) || kind > 3 || !r.read(p.sinks) || !r.read(p.window) || !r.read(p.recompute_len))
+  int64_t unused = 0;
+  if (!r.read(kind) || kind > 2 || !r.read(p.sinks) || !r.read(p.window) || !r.read(unused) || unused != 0)
     return make_error("bad policy in session file");
   p.kind = static_cast<PolicyKind>(kind);
   // Every field in range before anything is sized from it: a file with a
   // valid checksum can still say anything.
   constexpr int64_t kMaxPolicyValue = int64_t{1} << 24;  // as KvPolicy::parse
-  if (p.kind == PolicyKind::Recompute) return make_error("bad policy in session file: recompute keeps no cache");
-  for (int64_t v : {p.sinks, p.window, p.recompute_len})
+  for (int64_t v : {p.sinks, p.window})
     if (v < 0 || v > kMaxPolicyValue) return make_error("bad policy in session file: value out of range");
   if (p.bounded() && p.window < 1) return make_error("bad policy in session file: window must be >= 1");
   if (!r.read(s.state.n_seen) || !r.read(s.turns) || !r.read(s.tokens_in) || !r.read(s.tokens_out))

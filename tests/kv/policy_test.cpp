@@ -14,14 +14,13 @@ TEST(KvPolicy, ParsesEveryKind) {
   EXPECT_EQ(p->name(), "sinks:4:252");
   EXPECT_EQ(KvPolicy::parse("window:256", 512)->window, 256);
   EXPECT_EQ(KvPolicy::parse("dense", 512)->kind, PolicyKind::Dense);
-  EXPECT_EQ(KvPolicy::parse("recompute:128", 512)->recompute_len, 128);
   EXPECT_EQ(KvPolicy::parse("sinks", 512)->window, 508);  // defaults S=4, W=ctx-4
   EXPECT_EQ(KvPolicy::parse("sinks:0:10", 512)->kind, PolicyKind::Window);
 }
 
 TEST(KvPolicy, RejectsMalformedSpecs) {
   for (const char* bad : {"", "sink:4:2", "sinks:4", "sinks:a:b", "window:0", "window:-3", "dense:1", "sinks:4:2:1",
-                          "recompute:0", "window:99999999999"}) {
+                          "recompute:0", "recompute:128", "window:99999999999"}) {
     auto p = KvPolicy::parse(bad, 512);
     EXPECT_FALSE(p.ok()) << bad;
   }

@@ -1,5 +1,6 @@
 // Several sequences in one batched forward give the same numbers as each on
 // its own; bad input is rejected before any state changes.
+#include "runtime/stream_mode.h"
 #include "runtime_helpers.h"
 
 namespace ss {
@@ -48,7 +49,12 @@ TEST(Batch, RejectsBadInputWithoutStateChange) {
   EXPECT_FALSE(e.forward(std::span<const BatchItem>(&item, 1), logits).ok());
   item.seq = 999;
   EXPECT_FALSE(e.forward(std::span<const BatchItem>(&item, 1), logits).ok());
-  EXPECT_FALSE(e.create_sequence(KvPolicy::parse("recompute:8", 512).value()).ok());
+  EXPECT_FALSE(KvPolicy::parse("recompute:8", 512).ok());  // an evaluation mode, not a cache policy
+  EXPECT_EQ(StreamMode::parse("recompute:8", 512)->recompute_len, 8);
+  EXPECT_EQ(StreamMode::parse("recompute", 512)->recompute_len, 512);
+  EXPECT_EQ(StreamMode::parse("sinks:4:60", 512)->policy.name(), "sinks:4:60");
+  for (const char* bad : {"recompute:", "recompute:0", "recompute:x", "recomputer", "recompute:8:1"})
+    EXPECT_FALSE(StreamMode::parse(bad, 512).ok()) << bad;
 }
 
 TEST(Batch, FullPoolIsAnErrorNotACrash) {

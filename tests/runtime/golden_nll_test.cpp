@@ -34,7 +34,7 @@ void check_all_golden(const GoldenCase& gc) {
       limit = std::stoul(spec.substr(spec.rfind(':') + 1));
       spec = spec.substr(0, spec.rfind(':'));
     }
-    auto pol = KvPolicy::parse(spec, m->config.trained_context);
+    auto pol = StreamMode::parse(spec, m->config.trained_context);
     ASSERT_TRUE(pol.ok()) << spec;
     EngineOptions eo;
     eo.threads = 2;
@@ -61,7 +61,7 @@ TEST(GoldenNll, Stories260KBinDense) {
   EngineOptions eo;
   eo.kv_blocks = 200;
   Engine e(m, eo);
-  auto nll = score_tokens(e, tokens, KvPolicy::dense());
+  auto nll = score_tokens(e, tokens, StreamMode::cached(KvPolicy::dense()));
   ASSERT_TRUE(nll.ok());
   const auto golden = test::read_nll(test::shared("golden/stories260K/nll_dense.txt"));
   for (size_t i = 0; i < golden.size(); ++i) ASSERT_NEAR(nll.value()[i], golden[i], 2e-3) << i;

@@ -51,7 +51,7 @@ TEST(Int8Fidelity, ActivationRoundingMovesRealModelNllLittle) {
       eo.kv_blocks = 400;
       eo.act_quant = modes[mode];
       Engine e(m, eo);
-      auto r = score_tokens(e, tokens, KvPolicy::dense());
+      auto r = score_tokens(e, tokens, StreamMode::cached(KvPolicy::dense()));
       ASSERT_TRUE(r.ok()) << r.error().message;
       nll[mode] = r.value();
     }

@@ -31,7 +31,7 @@ std::vector<double> probe_after(std::shared_ptr<const Model> m, const std::vecto
   }
   const BatchItem item{id, probe, true};
   EXPECT_TRUE(e.forward(std::span<const BatchItem>(&item, 1), logits).ok());
-  EXPECT_EQ(e.sequence(id)->blocks_held(), blocks_needed(pol, 0, eo.block_tokens, eo.max_chunk));
+  EXPECT_EQ(e.sequence(id)->blocks_held(), blocks_per_sequence(pol, 0, eo.block_tokens, eo.max_chunk));
   std::vector<double> nll;
   const int V = m->config.n_vocab;
   for (size_t i = 0; i + 1 < probe.size(); ++i) nll.push_back(nll_of(logits[0].data() + i * V, V, probe[i + 1]));

@@ -72,7 +72,7 @@ struct Streamer {
 TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly) {
   // Room for exactly two live sequences (sinks:4:60, chunk 16, 16-token blocks).
   SchedulerOptions so = test::default_sched();
-  const int per = blocks_needed(so.policy, 0, 16, so.max_chunk);
+  const int per = blocks_per_sequence(so.policy, 0, 16, so.max_chunk);
   so.kv_blocks = 2 * per;
   so.max_queue = 1;
   test::TestServer srv(test::stories_gguf(), so);

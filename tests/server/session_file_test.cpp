@@ -117,7 +117,7 @@ TEST(SessionFile, FieldsOutOfRangeAreErrorsEvenWithAValidChecksum) {
   bad([](SessionRecord& r) { r.state.policy.window = int64_t{1} << 40; }, "window 2^40");
   bad([](SessionRecord& r) { r.state.policy.sinks = -1; }, "negative sinks");
   bad([](SessionRecord& r) { r.state.policy.window = 0; }, "bounded window 0");
-  bad([](SessionRecord& r) { r.state.policy.kind = PolicyKind::Recompute; }, "recompute");
+  bad([](SessionRecord& r) { r.state.policy.kind = static_cast<PolicyKind>(3); }, "kind");
   bad([](SessionRecord& r) { r.state.n_seen = -5; }, "negative n_seen");
   bad([](SessionRecord& r) { r.turns = -1; }, "negative turns");
   bad([](SessionRecord& r) { r.state.indices = {0, 1, 6, 8, 9}; }, "an evicted token cached");

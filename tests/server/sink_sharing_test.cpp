@@ -140,7 +140,7 @@ TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshSchedule
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   SchedulerOptions tight = options();
-  tight.kv_blocks = 2 * blocks_needed(tight.policy, 0, 16, tight.max_chunk);
+  tight.kv_blocks = 2 * blocks_per_sequence(tight.policy, 0, 16, tight.max_chunk);
   tight.state_dir = dir;
   auto shared = std::make_unique<Scheduler>(m, tight);
   struct Turn {
