@@ -98,6 +98,8 @@ class MakeModelCommand {
   std::string type_ = "q4_0";
   uint64_t seed_ = 1;
   int layers_ = 0;
+  int vocab_ = 0;
+  std::string expert_type_ = "mxfp4";
   std::string output_;
 };
 

@@ -27,6 +27,8 @@ std::optional<TypeTraits> type_traits(uint32_t raw_type) {
       return TypeTraits{"Q5_K", kQkK, kQ5_KBytes};
     case GgmlType::Q6_K:
       return TypeTraits{"Q6_K", kQkK, kQ6_KBytes};
+    case GgmlType::MXFP4:
+      return TypeTraits{"MXFP4", kMxfp4Block, kMxfp4Bytes};
   }
   return std::nullopt;
 }
@@ -243,6 +245,17 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
     case GgmlType::Q6_K:
       for (int64_t b = 0; b < n / kQkK; ++b) dequantize_q6_k(p + b * kQ6_KBytes, dst + b * kQkK);
       return;
+    case GgmlType::MXFP4:
+      for (int64_t b = 0; b < n / kMxfp4Block; ++b) {
+        const uint8_t* blk = p + b * kMxfp4Bytes;
+        const float d = mxfp4_half_scale(blk[0]);
+        float* out = dst + b * kMxfp4Block;
+        for (int i = 0; i < kMxfp4Block / 2; ++i) {
+          out[i] = d * kMxfp4Doubled[blk[1 + i] & 0x0F];
+          out[i + kMxfp4Block / 2] = d * kMxfp4Doubled[blk[1 + i] >> 4];
+        }
+      }
+      return;
   }
   SS_CHECK_MSG(false, "dequantize_row: unsupported type");
 }
@@ -308,6 +321,31 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return;
     case GgmlType::Q6_K:
       for (int64_t b = 0; b < n / kQkK; ++b) quantize_q6_k(src + b * kQkK, p + b * kQ6_KBytes);
+      return;
+    case GgmlType::MXFP4:
+      // The exponent puts the largest magnitude in E2M1's top binade (4..6
+      // times 2^(e-127)); each element takes its nearest code.
+      for (int64_t b = 0; b < n / kMxfp4Block; ++b) {
+        const float* x = src + b * kMxfp4Block;
+        float amax = 0;
+        for (int i = 0; i < kMxfp4Block; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const int e = amax > 0 ? std::clamp(static_cast<int>(std::floor(std::log2(amax))) - 2 + 127, 1, 254) : 0;
+        const float d = mxfp4_half_scale(static_cast<uint8_t>(e));
+        uint8_t* blk = p + b * kMxfp4Bytes;
+        blk[0] = static_cast<uint8_t>(e);
+        auto code = [&](float v) {
+          int best = 0;
+          float err = INFINITY;
+          for (int c = 0; c < 16; ++c)
+            if (const float e2 = std::fabs(d * kMxfp4Doubled[c] - v); e2 < err) {
+              err = e2;
+              best = c;
+            }
+          return best;
+        };
+        for (int i = 0; i < kMxfp4Block / 2; ++i)
+          blk[1 + i] = static_cast<uint8_t>(code(x[i]) | (code(x[i + kMxfp4Block / 2]) << 4));
+      }
       return;
   }
   SS_CHECK_MSG(false, "quantize_row: unsupported type");

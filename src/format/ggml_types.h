@@ -17,6 +17,7 @@ enum class GgmlType : uint32_t {
   Q5_K = 13,
   Q6_K = 14,
   BF16 = 30,
+  MXFP4 = 39,
 };
 
 struct TypeTraits {
@@ -71,6 +72,21 @@ inline void kquant_scales_mins(const uint8_t* s, uint8_t* scale, uint8_t* min) {
   std::memcpy(scale + 4, &sc1, 4);
   std::memcpy(min, &m0, 4);
   std::memcpy(min + 4, &m1, 4);
+}
+
+// MXFP4 (OCP microscaling, gpt-oss's expert weights): blocks of 32 as one
+// E8M0 exponent byte e, then 16 bytes of 4-bit E2M1 codes (element i < 16 in
+// the low nibble of byte i, element i + 16 in its high nibble). Element =
+// kMxfp4Doubled[code] * 2^(e - 128), i.e. the E2M1 value times 2^(e - 127).
+constexpr int kMxfp4Block = 32;
+constexpr int kMxfp4Bytes = 1 + kMxfp4Block / 2;
+inline constexpr int8_t kMxfp4Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+// 2^(e - 128) for an E8M0 byte (exact: every value is a power of two a float holds).
+inline float mxfp4_half_scale(uint8_t e) {
+  uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 // True for the block-quantized types (rows must be a multiple of the block).

@@ -8,12 +8,16 @@
 namespace ss {
 
 BlockPool::BlockPool(const BlockPoolConfig& cfg) : cfg_(cfg) {
-  SS_CHECK(cfg.n_blocks >= 0 && cfg.block_tokens > 0 && cfg.n_layers > 0 && cfg.kv_dim > 0);
+  // Zero layers is a pool of bookkeeping only (a model whose layers all
+  // slide keeps its KV in the sliding pool).
+  SS_CHECK(cfg.n_blocks >= 0 && cfg.block_tokens > 0 && cfg.n_layers >= 0 && cfg.kv_dim > 0);
   layer_half_ = static_cast<size_t>(cfg.block_tokens) * static_cast<size_t>(cfg.kv_dim);
   block_floats_ = layer_half_ * 2 * static_cast<size_t>(cfg.n_layers);
   floats_ = block_floats_ * static_cast<size_t>(cfg.n_blocks);
-  mem_ = allocate_huge(floats_ * sizeof(float));
-  data_ = reinterpret_cast<float*>(mem_.get());
+  if (floats_ > 0) {
+    mem_ = allocate_huge(floats_ * sizeof(float));
+    data_ = reinterpret_cast<float*>(mem_.get());
+  }
   refs_.assign(static_cast<size_t>(cfg.n_blocks), 0);
   for (int i = cfg.n_blocks - 1; i >= 0; --i) free_.push_back(i);
 }

@@ -54,7 +54,6 @@ Status validate_model(const Model& m) {
   if (c.n_heads % c.n_kv_heads != 0) return bad("head_count must be a multiple of head_count_kv");
   if (!(c.norm_eps > 0) || !std::isfinite(c.norm_eps)) return bad("invalid norm epsilon");
   if (static_cast<int>(c.layer_attention.size()) != c.n_layers) return bad("per-layer attention kinds missing");
-  if (c.full_layers() == 0) return bad("every layer slides: at least one full-attention layer is required");
   for (const auto& la : c.layer_attention) {
     if (la.rotary < 0 || la.rotary >= static_cast<int>(c.rotaries.size())) return bad("invalid rotary index");
     if (la.sliding_window != 0 && la.sliding_window != c.sliding_window())

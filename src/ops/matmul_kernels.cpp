@@ -253,6 +253,49 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
       }
       return n;
     }
+    case GgmlType::MXFP4: {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+      // As Q4_0: the block's 16 values in one vector, one permute per chunk.
+      alignas(64) static constexpr float kLevels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+      const auto levels = hn::Load(df, kLevels);
+      for (int64_t b = 0; b < n / kMxfp4Block; ++b) {
+        const size_t off = static_cast<size_t>(b) * kMxfp4Bytes;
+        fetch_to(off);
+        VF table[R];
+        hn::Vec<decltype(di)> raw[R];
+        for (int q = 0; q < R; ++q) {
+          table[q] = hn::Mul(hn::Set(df, mxfp4_half_scale(rows[q][off])), levels);
+          raw[q] = hn::PromoteTo(di, hn::LoadU(du8, rows[q] + off + 1));
+        }
+        for (int q = 0; q < R; ++q) w[q] = hn::TableLookupLanes(table[q], hn::IndicesFromVec(df, hn::And(raw[q], k15)));
+        fn(b * kMxfp4Block, w);
+        for (int q = 0; q < R; ++q)
+          w[q] = hn::TableLookupLanes(table[q], hn::IndicesFromVec(df, hn::ShiftRight<4>(raw[q])));
+        fn(b * kMxfp4Block + kMxfp4Block / 2, w);
+      }
+      return n;
+#else
+      // Other targets: each block decoded through a 32-float buffer.
+      for (int64_t b = 0; b < n / kMxfp4Block; ++b) {
+        const size_t off = static_cast<size_t>(b) * kMxfp4Bytes;
+        fetch_to(off);
+        float block[R][kMxfp4Block];
+        for (int q = 0; q < R; ++q) {
+          const uint8_t* blk = rows[q] + off;
+          const float d = mxfp4_half_scale(blk[0]);
+          for (int j = 0; j < kMxfp4Block / 2; ++j) {
+            block[q][j] = d * kMxfp4Doubled[blk[1 + j] & 0x0F];
+            block[q][j + kMxfp4Block / 2] = d * kMxfp4Doubled[blk[1 + j] >> 4];
+          }
+        }
+        for (int64_t c = 0; c + N <= kMxfp4Block; c += N) {
+          for (int q = 0; q < R; ++q) w[q] = hn::LoadU(df, block[q] + c);
+          fn(b * kMxfp4Block + c, w);
+        }
+      }
+      return n;
+#endif
+    }
   }
   return 0;
 }

@@ -20,7 +20,9 @@ TEST(Quant, RoundTripErrorIsBounded) {
   };
   for (auto c : {Case{GgmlType::F32, 0}, Case{GgmlType::F16, 1e-3f}, Case{GgmlType::BF16, 8e-3f},
                  Case{GgmlType::Q8_0, 1.0f / 127}, Case{GgmlType::Q4_0, 1.0f / 7}, Case{GgmlType::Q4_K, 0.15f},
-                 Case{GgmlType::Q5_K, 0.08f}, Case{GgmlType::Q6_K, 0.05f}}) {
+                 Case{GgmlType::Q5_K, 0.08f}, Case{GgmlType::Q6_K, 0.05f},
+                 // E2M1's top binade holds 4 and 6 (x 2^(e-127)): up to a quarter of amax.
+                 Case{GgmlType::MXFP4, 0.25f}}) {
     std::vector<uint8_t> q(row_bytes(c.t, n));
     quantize_row(c.t, x.data(), q.data(), n);
     std::vector<float> y(n);
@@ -35,6 +37,28 @@ TEST(Quant, RoundTripErrorIsBounded) {
             << type_name(static_cast<uint32_t>(c.t));
     }
   }
+}
+
+// MXFP4 as ggml lays it out: E8M0 byte, then element i in the low nibble
+// of byte i and element i + 16 in its high nibble; E2M1 codes 0..7 are
+// 0, 0.5, 1, 1.5, 2, 3, 4, 6 and 8..15 their negatives.
+TEST(Quant, Mxfp4LayoutMatchesGgml) {
+  std::vector<uint8_t> b(kMxfp4Bytes, 0);
+  b[0] = 127;    // scale 2^0
+  b[1] = 0x97;   // element 0: code 7 (6.0); element 16: code 9 (-0.5)
+  b[16] = 0xF3;  // element 15: code 3 (1.5); element 31: code 15 (-6.0)
+  std::vector<float> y(kMxfp4Block);
+  dequantize_row(GgmlType::MXFP4, b.data(), y.data(), kMxfp4Block);
+  EXPECT_FLOAT_EQ(y[0], 6.0f);
+  EXPECT_FLOAT_EQ(y[16], -0.5f);
+  EXPECT_FLOAT_EQ(y[15], 1.5f);
+  EXPECT_FLOAT_EQ(y[31], -6.0f);
+  EXPECT_FLOAT_EQ(y[1], 0.0f);
+  b[0] = 130;  // scale 2^3
+  dequantize_row(GgmlType::MXFP4, b.data(), y.data(), kMxfp4Block);
+  EXPECT_FLOAT_EQ(y[0], 48.0f);
+  EXPECT_FLOAT_EQ(mxfp4_half_scale(0), std::ldexp(1.0f, -128));  // subnormal, exact
+  EXPECT_FLOAT_EQ(mxfp4_half_scale(255), std::ldexp(1.0f, 127));
 }
 
 TEST(Quant, KQuantLayoutsMatchGgml) {

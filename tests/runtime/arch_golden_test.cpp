@@ -257,6 +257,50 @@ TEST_P(ArchGolden, VirtualSinkLogit) {
   }
 }
 
+// gpt-oss's experts as its released files store them (MXFP4): the MoE path
+// on MXFP4 views gives what it gives on the same values decoded to F32
+// (the SIMD decode against dequantize_row, through router, top-k and sum).
+TEST(ArchMxfp4, GptOssExpertsInMxfp4MatchTheirDecodedValues) {
+  const std::string dir = test::shared("golden/arch/gpt-oss");
+  const Golden g = load_golden(dir);
+  auto mr = load_model({dir + "/model.gguf", ""});
+  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  auto mx = std::make_shared<Model>(*mr.value()), dec = std::make_shared<Model>(*mr.value());
+  auto store = std::make_shared<std::vector<std::vector<uint8_t>>>();
+  for (size_t l = 0; l < mx->layers.size(); ++l) {
+    for (auto member : {&LayerWeights::exp_gate, &LayerWeights::exp_up, &LayerWeights::exp_down}) {
+      auto& qs = mx->layers[l].*member;
+      auto& fs = dec->layers[l].*member;
+      for (size_t e = 0; e < qs.size(); ++e) {
+        const TensorView src = qs[e];
+        ASSERT_EQ(src.type, GgmlType::F32);
+        std::vector<uint8_t> q(row_bytes(GgmlType::MXFP4, src.ne0) * static_cast<size_t>(src.ne1));
+        std::vector<uint8_t> f(static_cast<size_t>(src.ne0 * src.ne1) * 4);
+        for (int64_t r = 0; r < src.ne1; ++r) {
+          uint8_t* qr = q.data() + static_cast<size_t>(r) * row_bytes(GgmlType::MXFP4, src.ne0);
+          quantize_row(GgmlType::MXFP4, src.f32() + r * src.ne0, qr, src.ne0);
+          dequantize_row(GgmlType::MXFP4, qr, reinterpret_cast<float*>(f.data()) + r * src.ne0, src.ne0);
+        }
+        store->push_back(std::move(q));
+        qs[e].type = GgmlType::MXFP4;
+        qs[e].data = store->back().data();
+        store->push_back(std::move(f));
+        fs[e].data = store->back().data();
+      }
+    }
+  }
+  mx->keep_alive.push_back(store);
+  dec->keep_alive.push_back(store);
+  const auto a = run(mx, g.tokens, 0, 64), b = run(dec, g.tokens, 0, 64);
+  EXPECT_LE(max_abs_diff(a, b), 1e-4);
+  // Quantizing the experts moved the logits (the test is not vacuous) but
+  // kept them near llama.cpp's F32 ones.
+  const Agreement vs_f32 = compare(g, a);
+  EXPECT_GT(vs_f32.max_dlogsoftmax, 1e-3);
+  std::printf("[mxfp4] vs decoded %.2e, vs F32 experts (llama.cpp) max |d log-softmax| %.3f\n", max_abs_diff(a, b),
+              vs_f32.max_dlogsoftmax);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, ArchGolden,
                          ::testing::Values("llama", "gpt-oss", "gptneox", "gemma3", "mpt", "qwen3", "phi2"),
                          [](const auto& info) {
