@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "kv/pool_sizing.h"
 #include "kv/positions.h"
 
 namespace ss {
@@ -96,6 +97,39 @@ TEST(Positions, MatchStreamingDocExample) {
   // Ten million tokens in: same positions, no growth.
   EXPECT_EQ(query_cache_position(p, 10'000'000), 7);
   EXPECT_EQ(cache_position(p, 9'999'998, 10'000'000), 5);
+}
+
+}  // namespace
+}  // namespace ss
+
+namespace ss {
+namespace {
+
+// The one sizing formula is what sequences really hold at most: for bounded
+// policies (incl. a sliding layer's) the peak over a long stream in uneven
+// chunks, for dense the blocks of its tokens; and a pool of exactly that
+// many blocks never runs out.
+TEST(PoolSizing, FormulaIsWhatASequenceHolds) {
+  for (int bt : {4, 16}) {
+    for (int chunk : {1, 5, 16}) {
+      for (const KvPolicy& p : {KvPolicy::sinks_window(4, 10), KvPolicy::sinks_window(1, 33),
+                                KvPolicy::sinks_window(0, 7), KvPolicy::sliding_layer(8), KvPolicy::dense()}) {
+        const int64_t tokens = 300;
+        const int need = blocks_per_sequence(p, tokens, bt, chunk);
+        BlockPool pool(BlockPoolConfig{need, bt, 1, 2});
+        SequenceKv s(pool, p, chunk);
+        for (int64_t done = 0; done < tokens;) {
+          const int64_t c = std::min<int64_t>(tokens - done, 1 + (done * 7) % chunk);
+          ASSERT_TRUE(s.reserve(c).ok()) << p.name() << " bt=" << bt << " chunk=" << chunk << " at " << done;
+          s.advance(c);
+          done += c;
+        }
+        EXPECT_EQ(pool.peak_used_blocks(), need) << p.name() << " bt=" << bt << " chunk=" << chunk;
+      }
+    }
+  }
+  EXPECT_EQ(KvPolicy::sliding_layer(8).window, 7);
+  EXPECT_EQ(KvPolicy::sliding_layer(8).sinks, 0);
 }
 
 }  // namespace

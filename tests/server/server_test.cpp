@@ -192,6 +192,35 @@ TEST(Server, RestartWithStateDirContinuesIdentically) {
   std::filesystem::remove_all(dir);
 }
 
+// Models with sliding-window layers persist their own window too (session
+// file v2): gemma3 and gpt-oss continue across a restart as without one,
+// past both the sliding window (8) and the full layers' window (60).
+TEST(Server, SlidingLayerModelsRestartWithStateDirContinueIdentically) {
+  for (const char* arch : {"gemma3", "gpt-oss"}) {
+    const auto model = test::model_at("golden/arch/" + std::string(arch) + "/model.gguf");
+    ASSERT_TRUE(model);
+    const std::string dir = test::temp_path(std::string("state_") + arch);
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> without_restart, with_restart;
+    {
+      test::TestServer a(model, test::default_sched());
+      without_restart = run_turns(a, "swa", 0, 6);
+    }
+    {
+      test::TestServer b(model, test::default_sched(dir));
+      with_restart = run_turns(b, "swa", 0, 3);
+    }
+    {
+      test::TestServer c(model, test::default_sched(dir));
+      const auto rest = run_turns(c, "swa", 3, 6);
+      with_restart.insert(with_restart.end(), rest.begin(), rest.end());
+    }
+    EXPECT_EQ(with_restart, without_restart) << arch;
+    ASSERT_EQ(without_restart.size(), 6u) << arch;
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST(Server, DisconnectMidStreamFreesBlocks) {
   test::TestServer srv(test::stories_gguf(), test::default_sched());
   auto c = srv.client();
