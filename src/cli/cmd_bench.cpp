@@ -125,17 +125,17 @@ int BenchCommand::run() {
     // What one session holds at most: the full layers' sinks + window under
     // the policy, the sliding layers only their native window (kv/pool_sizing.h).
     const auto& c = model->config;
-    const int full_blocks = blocks_per_sequence(policy, std::max<int64_t>(dense_tokens, max_prefill), eo.block_tokens,
-                                                eo.max_chunk);
+    const int full_blocks =
+        blocks_per_sequence(policy, std::max<int64_t>(dense_tokens, max_prefill), eo.block_tokens, eo.max_chunk);
     const size_t full_bytes = static_cast<size_t>(full_blocks) * engine.pool().block_bytes();
     const int sw = c.sliding_window();
     const int swa_blocks =
         sw > 0 ? blocks_per_sequence(KvPolicy::sliding_layer(sw), 0, eo.block_tokens, eo.max_chunk) : 0;
     const size_t swa_bytes = sw > 0 ? static_cast<size_t>(swa_blocks) * engine.sliding_pool()->block_bytes() : 0;
-    out["kv_per_session"] = {{"full_layers", c.full_layers()},   {"full_blocks", full_blocks},
-                             {"full_bytes", full_bytes},         {"sliding_layers", c.n_layers - c.full_layers()},
-                             {"sliding_window", sw},             {"sliding_blocks", swa_blocks},
-                             {"sliding_bytes", swa_bytes},       {"bytes", full_bytes + swa_bytes}};
+    out["kv_per_session"] = {{"full_layers", c.full_layers()}, {"full_blocks", full_blocks},
+                             {"full_bytes", full_bytes},       {"sliding_layers", c.n_layers - c.full_layers()},
+                             {"sliding_window", sw},           {"sliding_blocks", swa_blocks},
+                             {"sliding_bytes", swa_bytes},     {"bytes", full_bytes + swa_bytes}};
     if (!json_) {
       std::printf("KV per session: %d full layers x %s = %d blocks, %.1f KiB", c.full_layers(),
                   policy.bounded() ? ("(S+W+chunk) = " + policy.name()).c_str() : "all tokens", full_blocks,
@@ -205,9 +205,10 @@ int BenchCommand::run() {
                              {"kv_blocks_used", engine.pool().used_blocks()},
                              {"kv_bytes_used", engine.used_kv_bytes()}});
     if (!json_)
-      std::printf("decode at %9lld: p50 %8.4f ms  p99 %8.4f ms  %10.1f tok/s  RSS %7.1f MiB  KV blocks %d  KV %.1f KiB\n",
-                  static_cast<long long>(s.position), s.p50_ms, s.p99_ms, s.tok_s, s.rss / 1048576.0,
-                  engine.pool().used_blocks(), engine.used_kv_bytes() / 1024.0);
+      std::printf(
+          "decode at %9lld: p50 %8.4f ms  p99 %8.4f ms  %10.1f tok/s  RSS %7.1f MiB  KV blocks %d  KV %.1f KiB\n",
+          static_cast<long long>(s.position), s.p50_ms, s.p99_ms, s.tok_s, s.rss / 1048576.0,
+          engine.pool().used_blocks(), engine.used_kv_bytes() / 1024.0);
   }
   engine.free_sequence(id);
 

@@ -1,9 +1,9 @@
 // make-model: random-weight GGUF files with the shapes of real models, for
 // speed and memory measurements (their outputs are meaningless).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <map>
 
 #include "cli/commands.h"
@@ -129,9 +129,9 @@ int MakeModelCommand::run() {
   if (layers_ > 0) s.layers = layers_;
   if (vocab_ > 0) s.vocab = std::max(vocab_, 259);  // room for <unk> <s> </s> and the byte tokens
   static const std::map<std::string, GgmlType> types = {
-      {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16}, {"q8_0", GgmlType::Q8_0},
-      {"q4_0", GgmlType::Q4_0}, {"q4_k", GgmlType::Q4_K}, {"q5_k", GgmlType::Q5_K}, {"q6_k", GgmlType::Q6_K},
-      {"mxfp4", GgmlType::MXFP4}};
+      {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},
+      {"q8_0", GgmlType::Q8_0}, {"q4_0", GgmlType::Q4_0}, {"q4_k", GgmlType::Q4_K},
+      {"q5_k", GgmlType::Q5_K}, {"q6_k", GgmlType::Q6_K}, {"mxfp4", GgmlType::MXFP4}};
   // q4_k_m: Q4_K everywhere but where llama.cpp's Q4_K_M puts Q6_K.
   const bool k_m = type_ == "q4_k_m";
   auto t = types.find(k_m ? "q4_k" : type_);

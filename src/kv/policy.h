@@ -13,8 +13,8 @@ enum class PolicyKind { Dense, Window, Sinks };
 
 struct KvPolicy {
   PolicyKind kind = PolicyKind::Dense;
-  int64_t sinks = 0;          // S: first tokens kept for ever
-  int64_t window = 0;         // W: most recent tokens kept (0 = unbounded, dense)
+  int64_t sinks = 0;   // S: first tokens kept for ever
+  int64_t window = 0;  // W: most recent tokens kept (0 = unbounded, dense)
 
   // "dense", "window:W", "sinks:S:W". `trained_context` gives the defaults
   // "sinks" = sinks:4:(ctx-4), "window" = window:ctx. (recompute:L keeps no

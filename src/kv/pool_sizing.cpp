@@ -14,7 +14,8 @@ int64_t ring_token_count(const KvPolicy& p, int block_tokens, int max_chunk) {
 
 int blocks_per_sequence(const KvPolicy& p, int64_t tokens, int block_tokens, int max_chunk) {
   if (p.bounded())
-    return sink_block_count(p, block_tokens) + static_cast<int>(ring_token_count(p, block_tokens, max_chunk) / block_tokens);
+    return sink_block_count(p, block_tokens) +
+           static_cast<int>(ring_token_count(p, block_tokens, max_chunk) / block_tokens);
   return static_cast<int>((tokens + block_tokens - 1) / block_tokens);
 }
 

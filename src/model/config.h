@@ -72,9 +72,9 @@ struct ModelConfig {
 
   PositionKind positions = PositionKind::Rope;
   float alibi_max_bias = 8.0f;
-  std::vector<RotaryConfig> rotaries;        // at least one when positions == Rope
+  std::vector<RotaryConfig> rotaries;           // at least one when positions == Rope
   std::vector<LayerAttention> layer_attention;  // [n_layers]
-  bool learned_sinks = false;  // per-head sink logit in the softmax denominator (gpt-oss)
+  bool learned_sinks = false;                   // per-head sink logit in the softmax denominator (gpt-oss)
 
   int n_experts = 0;  // MoE only
   int n_experts_used = 0;

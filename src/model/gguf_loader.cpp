@@ -268,7 +268,8 @@ Result<std::shared_ptr<Model>> load_gguf_model(const std::string& path) {
   auto& c = m->config;
   SS_ASSIGN_OR_RETURN(c.arch_name, g.get_string("general.architecture"));
   const std::string a = c.arch_name;
-  static const char* const kArchs[] = {"llama", "mistral", "qwen2", "qwen3", "gemma3", "gptneox", "phi2", "mpt", "gpt-oss"};
+  static const char* const kArchs[] = {"llama",   "mistral", "qwen2", "qwen3",  "gemma3",
+                                       "gptneox", "phi2",    "mpt",   "gpt-oss"};
   if (std::find(std::begin(kArchs), std::end(kArchs), a) == std::end(kArchs))
     return make_error(path + ": unsupported architecture '" + a + "' (supported: " + supported_architectures() + ")");
 

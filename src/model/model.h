@@ -28,7 +28,7 @@ struct LayerWeights {
   TensorView post_ffn_norm;           // [dim], post_norms only
   // MoE: router [n_experts x dim] (+ bias), then per expert the FFN above.
   TensorView router, router_b;
-  std::vector<TensorView> exp_gate, exp_up, exp_down;       // [n_experts] views
+  std::vector<TensorView> exp_gate, exp_up, exp_down;        // [n_experts] views
   std::vector<TensorView> exp_gate_b, exp_up_b, exp_down_b;  // [n_experts] rows
 };
 

@@ -53,9 +53,9 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
     layer_slot_.push_back(slots[g]++);
   }
   if (slots[kSliding] > 0)
-    swa_pool_ = std::make_unique<BlockPool>(BlockPoolConfig{
-        opts.sliding_kv_blocks > 0 ? opts.sliding_kv_blocks : opts.kv_blocks, opts.block_tokens, slots[kSliding],
-        c.kv_dim()});
+    swa_pool_ = std::make_unique<BlockPool>(
+        BlockPoolConfig{opts.sliding_kv_blocks > 0 ? opts.sliding_kv_blocks : opts.kv_blocks, opts.block_tokens,
+                        slots[kSliding], c.kv_dim()});
   if (c.positions == PositionKind::Rope) {
     rope_style_ = c.rotaries[0].neox ? RopeStyle::Neox : RopeStyle::Interleaved;
     for (const auto& r : c.rotaries) {
@@ -84,7 +84,9 @@ Result<SeqId> Engine::create_sequence(const KvPolicy& policy) {
   const SeqId id = next_id_++;
   EngineSequence& s = seqs_[id];
   s.kv[kFull] = std::make_unique<SequenceKv>(pool_, policy, opts_.max_chunk);
-  if (swa_pool_) s.kv[kSliding] = std::make_unique<SequenceKv>(*swa_pool_, KvPolicy::sliding_layer(config().sliding_window()), opts_.max_chunk);
+  if (swa_pool_)
+    s.kv[kSliding] =
+        std::make_unique<SequenceKv>(*swa_pool_, KvPolicy::sliding_layer(config().sliding_window()), opts_.max_chunk);
   return id;
 }
 
@@ -102,8 +104,8 @@ SequenceKv* Engine::mutable_sequence(SeqId id) {
 
 namespace {
 // K then V of each of the pool's layers for every index, appended to rows.
-void export_rows(const BlockPool& pool, const SequenceKv& kv, const std::vector<int64_t>& indices, int layers,
-                 int kvd, std::vector<float>& rows) {
+void export_rows(const BlockPool& pool, const SequenceKv& kv, const std::vector<int64_t>& indices, int layers, int kvd,
+                 std::vector<float>& rows) {
   for (int64_t u : indices) {
     const KvSlot s = kv.slot(u);
     for (int l = 0; l < layers; ++l) {
@@ -201,8 +203,8 @@ Status Engine::forward(std::span<const BatchItem> items, std::vector<std::vector
         out = logits[i].data() + done[i] * n_vocab;
       else if (last)
         out = logits[i].data();
-      parts.push_back({items[i].seq, seqs_.at(items[i].seq).kv[kFull].get(), items[i].tokens.data() + done[i],
-                       count, out, items[i].all_logits, last});
+      parts.push_back({items[i].seq, seqs_.at(items[i].seq).kv[kFull].get(), items[i].tokens.data() + done[i], count,
+                       out, items[i].all_logits, last});
       done[i] += count;
     }
     if (parts.empty()) break;

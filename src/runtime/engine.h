@@ -161,10 +161,10 @@ class Engine {
 
   std::shared_ptr<const Model> model_;
   EngineOptions opts_;
-  BlockPool pool_;                        // full-attention layers
+  BlockPool pool_;                       // full-attention layers
   std::unique_ptr<BlockPool> swa_pool_;  // sliding layers (null without any)
-  std::vector<KvGroup> layer_group_;      // [n_layers]
-  std::vector<int> layer_slot_;           // [n_layers] layer index inside its pool
+  std::vector<KvGroup> layer_group_;     // [n_layers]
+  std::vector<int> layer_slot_;          // [n_layers] layer index inside its pool
   ThreadPool threads_;
   std::vector<RopeTable> ropes_;  // [rotaries]
   RopeStyle rope_style_ = RopeStyle::Neox;
@@ -176,7 +176,7 @@ class Engine {
 
   // Activations of the current round (reused buffers).
   std::vector<float> x_, xb_, xb2_, q_, qs_, k_, v_, att_, attn_out_, ffn_out_, hb_, hb2_;  // [T x ...]
-  std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;                          // MoE scratch
+  std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;                              // MoE scratch
   std::vector<int> logit_rows_;  // rows of x_ that need logits
   std::vector<float*> logit_outs_;
   std::vector<float> normed_, logits_buf_;  // [R x dim], [R x n_vocab]

@@ -225,14 +225,15 @@ void Engine::moe_block(int l, const RoundBatch& b, const float* in, float* out) 
     moe_g_.resize(at(n, hid));
     moe_u_.resize(at(n, hid));
     moe_y_.resize(at(n, dim));
-    for (int i = 0; i < n; ++i) std::memcpy(moe_in_.data() + at(i, dim), in + at(rows[i].first, dim), sizeof(float) * dim);
+    for (int i = 0; i < n; ++i)
+      std::memcpy(moe_in_.data() + at(i, dim), in + at(rows[i].first, dim), sizeof(float) * dim);
     const MatmulOut gate_up[] = {{&L.exp_gate[ue], moe_g_.data()}, {&L.exp_up[ue], moe_u_.data()}};
     matmul_shared_input(gate_up, moe_in_.data(), n, threads_, opts_.act_quant);
     if (!L.exp_gate_b.empty()) add_bias(moe_g_.data(), n, hid, L.exp_gate_b[ue]);
     if (!L.exp_up_b.empty()) add_bias(moe_u_.data(), n, hid, L.exp_up_b[ue]);
     for (int i = 0; i < n; ++i)
-      swiglu_oai(moe_g_.data() + at(i, hid), moe_u_.data() + at(i, hid), hid, c.oai_swiglu_alpha,
-                 c.oai_swiglu_limit, moe_g_.data() + at(i, hid));
+      swiglu_oai(moe_g_.data() + at(i, hid), moe_u_.data() + at(i, hid), hid, c.oai_swiglu_alpha, c.oai_swiglu_limit,
+                 moe_g_.data() + at(i, hid));
     matmul(L.exp_down[ue], moe_g_.data(), n, moe_y_.data(), threads_, opts_.act_quant);
     if (!L.exp_down_b.empty()) add_bias(moe_y_.data(), n, dim, L.exp_down_b[ue]);
     for (int i = 0; i < n; ++i) {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "kv/policy.h"
-#include "runtime/stream_mode.h"
 #include "runtime/engine.h"
+#include "runtime/stream_mode.h"
 #include "util/result.h"
 
 namespace ss {

@@ -24,8 +24,9 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
         eo.kv_blocks = opts.kv_blocks > 0 ? opts.kv_blocks : per * std::max(1, opts.max_batch);
         // The sliding layers' pool holds as many sequences as the full one.
         if (const int w = model->config.sliding_window(); w > 0)
-          eo.sliding_kv_blocks = (eo.kv_blocks + per - 1) / per *
-                                 ::ss::blocks_per_sequence(KvPolicy::sliding_layer(w), ctx, eo.block_tokens, eo.max_chunk);
+          eo.sliding_kv_blocks =
+              (eo.kv_blocks + per - 1) / per *
+              ::ss::blocks_per_sequence(KvPolicy::sliding_layer(w), ctx, eo.block_tokens, eo.max_chunk);
         return eo;
       }()) {
   fp_ = fingerprint_of(model->config);

@@ -39,7 +39,7 @@ Scheduler::~Scheduler() {
 
 int Scheduler::blocks_per_sequence() const {
   return ::ss::blocks_per_sequence(opts_.policy, model_->config.trained_context, engine_.options().block_tokens,
-                             engine_.options().max_chunk);
+                                   engine_.options().max_chunk);
 }
 
 int Scheduler::blocks_promised(int extra) const {
@@ -237,7 +237,8 @@ void Scheduler::restore_sessions() {
       opts_.state_dir, fp_, startup_log_, &metrics_.session_fallbacks, &metrics_.session_files_rejected,
       [&](SessionRecord&& r) {
         const KvPolicy& p = r.state.policy;
-        if (!p.bounded() || ::ss::blocks_per_sequence(p, model_->config.trained_context, eo.block_tokens, eo.max_chunk) > per) {
+        if (!p.bounded() ||
+            ::ss::blocks_per_sequence(p, model_->config.trained_context, eo.block_tokens, eo.max_chunk) > per) {
           startup_log_.push_back("session " + r.id + " was saved with policy " + p.name() +
                                  ", larger than this server's " + opts_.policy.name() + "; not restored");
           ++metrics_.session_files_rejected;

@@ -64,7 +64,8 @@ Agreement compare(const Golden& g, const std::vector<float>& ours) {
     const float* got = ours.data() + i * V;
     const auto lr = log_softmax(ref, V), lg = log_softmax(got, V);
     for (int v = 0; v < V; ++v)
-      a.max_dlogsoftmax = std::max(a.max_dlogsoftmax, std::abs(lr[static_cast<size_t>(v)] - lg[static_cast<size_t>(v)]));
+      a.max_dlogsoftmax =
+          std::max(a.max_dlogsoftmax, std::abs(lr[static_cast<size_t>(v)] - lg[static_cast<size_t>(v)]));
     if (i + 1 < g.tokens.size()) {
       const auto next = static_cast<size_t>(g.tokens[i + 1]);
       a.max_dnll = std::max(a.max_dnll, std::abs(lr[next] - lg[next]));
@@ -123,7 +124,8 @@ TEST_P(ArchGolden, MatchesLlamaCppBatchTokenByTokenAndChunked) {
     const char* name;
     int chunk, max_chunk;
   };
-  for (const Mode& mode : {Mode{"batch", 0, 64}, Mode{"token-by-token", 1, 64}, Mode{"chunks of 7, max_chunk 5", 7, 5}}) {
+  for (const Mode& mode :
+       {Mode{"batch", 0, 64}, Mode{"token-by-token", 1, 64}, Mode{"chunks of 7, max_chunk 5", 7, 5}}) {
     const auto ours = run(m, g.tokens, mode.chunk, mode.max_chunk);
     ASSERT_EQ(ours.size(), g.logits.size());
     const Agreement a = compare(g, ours);
@@ -170,7 +172,8 @@ TEST_P(ArchGolden, StreamingPoliciesPrefillInChunksAsTokenByToken) {
     EXPECT_LE(max_abs_diff(tbt, run(m, g.tokens, 5, 5, pol, &obs)), 2e-5) << GetParam() << " " << spec;
     EXPECT_EQ(obs.rows, static_cast<int64_t>(g.tokens.size()) * m->config.n_layers * m->config.n_heads);
     // The last row saw evictions: it must not be the dense answer.
-    const std::vector<float> last_ours(tbt.end() - g.vocab, tbt.end()), last_dense(g.logits.end() - g.vocab, g.logits.end());
+    const std::vector<float> last_ours(tbt.end() - g.vocab, tbt.end()),
+        last_dense(g.logits.end() - g.vocab, g.logits.end());
     EXPECT_GT(max_abs_diff(last_ours, last_dense), 1e-3) << GetParam() << " " << spec;
   }
 }

@@ -145,8 +145,7 @@ inline std::vector<std::vector<double>> reference_forward(
     const int half = rc.dim / 2;
     for (int h = 0; h < heads; ++h)
       for (int i = 0; i < half; ++i) {
-        const double theta =
-            static_cast<double>(pos) * std::pow(rc.base, -2.0 * i / rc.dim);
+        const double theta = static_cast<double>(pos) * std::pow(rc.base, -2.0 * i / rc.dim);
         const int a = rc.neox ? i : 2 * i;
         const int b = rc.neox ? i + half : 2 * i + 1;
         const double x0 = v[static_cast<size_t>(h * hd + a)], x1 = v[static_cast<size_t>(h * hd + b)];
