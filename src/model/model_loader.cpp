@@ -87,16 +87,19 @@ Status validate_model(const Model& m) {
     if (t.type != GgmlType::F32) return bad("tensor " + t.name + " must be F32");
     return ok_status();
   };
+  // As vec, and present when the architecture needs it.
+  auto vec_if = [&](bool required, const TensorView& t, int64_t n, const std::string& what) -> Status {
+    if (required && t.empty()) return bad("missing tensor " + what);
+    return vec(t, n, what);
+  };
   SS_TRY(shape(m.tok_embd, c.dim, c.n_vocab, "token embedding"));
-  SS_TRY(shape(m.output_norm, c.dim, 1, "output norm"));
-  SS_TRY(vec(m.output_norm, c.dim, "output norm"));
+  SS_TRY(vec_if(true, m.output_norm, c.dim, "output norm"));
   SS_TRY(vec(m.output_norm_b, c.dim, "output norm bias"));
   SS_TRY(shape(m.output, c.dim, c.n_vocab, "output"));
   SS_TRY(vec(m.output_b, c.n_vocab, "output bias"));
   if (static_cast<int>(m.layers.size()) != c.n_layers) return bad("layer count mismatch");
   for (const auto& l : m.layers) {
-    SS_TRY(shape(l.attn_norm, c.dim, 1, "attn_norm"));
-    SS_TRY(vec(l.attn_norm, c.dim, "attn_norm"));
+    SS_TRY(vec_if(true, l.attn_norm, c.dim, "attn_norm"));
     SS_TRY(vec(l.attn_norm_b, c.dim, "attn_norm bias"));
     SS_TRY(shape(l.wq, c.dim, c.q_dim(), "attn_q"));
     SS_TRY(shape(l.wk, c.dim, c.kv_dim(), "attn_k"));
@@ -106,22 +109,12 @@ Status validate_model(const Model& m) {
     SS_TRY(vec(l.bk, c.kv_dim(), "attn_k bias"));
     SS_TRY(vec(l.bv, c.kv_dim(), "attn_v bias"));
     SS_TRY(vec(l.bo, c.dim, "attn_output bias"));
-    if (c.qk_norm) {
-      SS_TRY(shape(l.q_norm, c.head_dim, 1, "attn_q_norm"));
-      SS_TRY(shape(l.k_norm, c.head_dim, 1, "attn_k_norm"));
-    }
-    SS_TRY(vec(l.q_norm, c.head_dim, "attn_q_norm"));
-    SS_TRY(vec(l.k_norm, c.head_dim, "attn_k_norm"));
-    if (c.learned_sinks) SS_TRY(shape(l.sinks, c.n_heads, 1, "attn_sinks"));
-    SS_TRY(vec(l.sinks, c.n_heads, "attn_sinks"));
-    if (c.post_norms) {
-      SS_TRY(shape(l.post_attn_norm, c.dim, 1, "post_attention_norm"));
-      SS_TRY(shape(l.post_ffn_norm, c.dim, 1, "post_ffw_norm"));
-    }
-    SS_TRY(vec(l.post_attn_norm, c.dim, "post_attention_norm"));
-    SS_TRY(vec(l.post_ffn_norm, c.dim, "post_ffw_norm"));
-    if (c.residual != ResidualKind::ParallelSharedNorm) SS_TRY(shape(l.ffn_norm, c.dim, 1, "ffn_norm"));
-    SS_TRY(vec(l.ffn_norm, c.dim, "ffn_norm"));
+    SS_TRY(vec_if(c.qk_norm, l.q_norm, c.head_dim, "attn_q_norm"));
+    SS_TRY(vec_if(c.qk_norm, l.k_norm, c.head_dim, "attn_k_norm"));
+    SS_TRY(vec_if(c.learned_sinks, l.sinks, c.n_heads, "attn_sinks"));
+    SS_TRY(vec_if(c.post_norms, l.post_attn_norm, c.dim, "post_attention_norm"));
+    SS_TRY(vec_if(c.post_norms, l.post_ffn_norm, c.dim, "post_ffw_norm"));
+    SS_TRY(vec_if(c.residual != ResidualKind::ParallelSharedNorm, l.ffn_norm, c.dim, "ffn_norm"));
     SS_TRY(vec(l.ffn_norm_b, c.dim, "ffn_norm bias"));
     if (c.ffn == FfnKind::MoeSwigluOai) {
       SS_TRY(shape(l.router, c.dim, c.n_experts, "ffn_gate_inp"));

@@ -156,8 +156,18 @@ class Engine {
   template <typename Fn>
   void per_token(int T, Fn&& fn);
   int swa_pool_layers() const { return static_cast<int>(layer_group_.size()) - config().full_layers(); }
-  // Sink logits head h of `layer` adds to its softmax ([n_sinks][n_heads]).
-  int sink_logits(int layer, float* out) const;
+  // What both attention paths need to know of a layer: its pool and slot
+  // there, scale, and the sink logits every head adds to its softmax
+  // (learned and virtual: [n_sink_logits][n_heads]).
+  struct LayerAttentionSetup {
+    KvGroup group;
+    const BlockPool* pool;
+    int slot, block_tokens;
+    float scale;
+    int n_sink_logits = 0;
+    std::vector<float> sink_logits;
+  };
+  LayerAttentionSetup attention_setup(int layer) const;
 
   std::shared_ptr<const Model> model_;
   EngineOptions opts_;

@@ -11,19 +11,24 @@
 
 namespace ss {
 
-int Engine::sink_logits(int layer, float* out) const {
+Engine::LayerAttentionSetup Engine::attention_setup(int layer) const {
   const auto& c = config();
-  int n = 0;
+  LayerAttentionSetup a;
+  a.group = layer_group_[static_cast<size_t>(layer)];
+  a.pool = a.group == kFull ? &pool_ : swa_pool_.get();
+  a.slot = layer_slot_[static_cast<size_t>(layer)];
+  a.block_tokens = a.pool->block_tokens();
+  a.scale = c.attention_scale();
   const TensorView& learned = model_->layers[static_cast<size_t>(layer)].sinks;
   if (!learned.empty()) {
-    std::copy(learned.f32(), learned.f32() + c.n_heads, out);
-    ++n;
+    a.sink_logits.insert(a.sink_logits.end(), learned.f32(), learned.f32() + c.n_heads);
+    ++a.n_sink_logits;
   }
   if (opts_.sink_logit) {
-    std::fill(out + n * c.n_heads, out + (n + 1) * c.n_heads, *opts_.sink_logit);
-    ++n;
+    a.sink_logits.insert(a.sink_logits.end(), static_cast<size_t>(c.n_heads), *opts_.sink_logit);
+    ++a.n_sink_logits;
   }
-  return n;
+  return a;
 }
 
 namespace {
@@ -41,13 +46,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
   const auto& c = config();
   const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
-  const float scale = c.attention_scale();
-  const KvGroup kg = layer_group_[static_cast<size_t>(layer)];
-  const BlockPool& pool = kg == kFull ? pool_ : *swa_pool_;
-  const int slot = layer_slot_[static_cast<size_t>(layer)];
-  const int bt = pool.block_tokens();
-  std::vector<float> sinks(static_cast<size_t>(2 * c.n_heads));
-  const int n_sink_logits = sink_logits(layer, sinks.data());
+  const LayerAttentionSetup a = attention_setup(layer);
   const bool alibi = c.positions == PositionKind::Alibi;
   // One task per (token, KV head): the group's query heads walk the sink and
   // window runs of the paged cache together, online softmax, no gather.
@@ -57,23 +56,24 @@ void Engine::attention(int layer, const RoundBatch& b) {
     l.resize(static_cast<size_t>(group));
     acc.resize(static_cast<size_t>(group) * hd);
     scratch.resize(static_cast<size_t>(attn_scratch_floats(group, hd)));
-    head_sinks.resize(static_cast<size_t>(n_sink_logits * group));
+    head_sinks.resize(static_cast<size_t>(a.n_sink_logits * group));
     for (size_t task = begin; task < end; ++task) {
       const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
       const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
-      const SequenceKv& seq = *b.seq[t]->kv[kg];
+      const SequenceKv& seq = *b.seq[t]->kv[a.group];
       const KvPolicy& pol = seq.policy();
       const int64_t pos = b.pos[t];
       const size_t q_off = static_cast<size_t>(t) * qd + static_cast<size_t>(kvh) * group * hd;
       const float* qt = q_.data() + q_off;
-      const float* qsink = kg == kFull && b.sink_query[t] ? qs_.data() + q_off : qt;
+      const float* qsink = a.group == kFull && b.sink_query[t] ? qs_.data() + q_off : qt;
       const int64_t n_sinks = std::min<int64_t>(pol.sinks, pos + 1);
       const int64_t w0 = pol.first_window_key(pos);
       const size_t head_off = static_cast<size_t>(kvh) * hd;
-      for (int s = 0; s < n_sink_logits; ++s)
+      for (int s = 0; s < a.n_sink_logits; ++s)
         for (int h = 0; h < group; ++h)
-          head_sinks[static_cast<size_t>(s * group + h)] = sinks[static_cast<size_t>(s * c.n_heads + kvh * group + h)];
-      attn_online_init_sinks(group, hd, head_sinks.data(), n_sink_logits, m.data(), l.data(), acc.data());
+          head_sinks[static_cast<size_t>(s * group + h)] =
+              a.sink_logits[static_cast<size_t>(s * c.n_heads + kvh * group + h)];
+      attn_online_init_sinks(group, hd, head_sinks.data(), a.n_sink_logits, m.data(), l.data(), acc.data());
       const CachePositions cp{pol, pos};
       auto visit = [&](const float* q) {
         return [&, q](BlockId blk, int off, int count, int64_t first) {
@@ -82,8 +82,9 @@ void Engine::attention(int layer, const RoundBatch& b) {
             ab.slopes = alibi_slopes_.data() + kvh * group;
             ab.col0 = static_cast<float>(cp.k(first) - off - cp.q());
           }
-          attn_online_update(q, group, pool.k(blk, slot) + head_off * bt, bt, pool.v(blk, slot) + head_off, kvd, off,
-                             count, hd, scale, m.data(), l.data(), acc.data(), scratch.data(), alibi ? &ab : nullptr);
+          attn_online_update(q, group, a.pool->k(blk, a.slot) + head_off * a.block_tokens, a.block_tokens,
+                             a.pool->v(blk, a.slot) + head_off, kvd, off, count, hd, a.scale, m.data(), l.data(),
+                             acc.data(), scratch.data(), alibi ? &ab : nullptr);
         };
       };
       seq.for_each_run(0, n_sinks, visit(qsink));
@@ -99,23 +100,18 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
   const auto& c = config();
   const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
-  const float scale = c.attention_scale();
-  const KvGroup kg = layer_group_[static_cast<size_t>(layer)];
-  const BlockPool& pool = kg == kFull ? pool_ : *swa_pool_;
-  const int slot = layer_slot_[static_cast<size_t>(layer)];
-  const int bt = pool.block_tokens();
-  std::vector<float> sinks(static_cast<size_t>(2 * c.n_heads));
-  const int n_sink_logits = sink_logits(layer, sinks.data());
+  const LayerAttentionSetup a = attention_setup(layer);
   std::vector<float> scores, acc, extra;
   for (int t = 0; t < b.T; ++t) {
     for (int h = 0; h < c.n_heads; ++h) {
-      const SequenceKv& seq = *b.seq[t]->kv[kg];
+      const SequenceKv& seq = *b.seq[t]->kv[a.group];
       const KvPolicy& pol = seq.policy();
       const int64_t pos = b.pos[t];
       const int kvh = h / group;
       const float* qt = q_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd;
-      const float* qsink =
-          kg == kFull && b.sink_query[t] ? qs_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd : qt;
+      const float* qsink = a.group == kFull && b.sink_query[t]
+                               ? qs_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd
+                               : qt;
       const int64_t n_sinks = std::min<int64_t>(pol.sinks, pos + 1);
       const int64_t w0 = pol.first_window_key(pos);
       const int64_t n_win = pos >= w0 ? pos - w0 + 1 : 0;
@@ -127,7 +123,8 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
       size_t j = 0;
       auto score_run = [&](const float* q) {
         return [&, q](BlockId blk, int off, int count, int64_t first) {
-          attn_scores(q, pool.k(blk, slot) + head_off * bt + off, bt, count, hd, scale, scores.data() + j);
+          attn_scores(q, a.pool->k(blk, a.slot) + head_off * a.block_tokens + off, a.block_tokens, count, hd, a.scale,
+                      scores.data() + j);
           if (c.positions == PositionKind::Alibi)
             for (int r = 0; r < count; ++r)
               scores[j + static_cast<size_t>(r)] +=
@@ -138,14 +135,14 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
       seq.for_each_run(0, n_sinks, score_run(qsink));
       seq.for_each_run(w0, w0 + n_win, score_run(qt));
       extra.clear();
-      for (int s = 0; s < n_sink_logits; ++s) extra.push_back(sinks[static_cast<size_t>(s * c.n_heads + h)]);
-      softmax_with_extra(scores.data(), static_cast<int>(n), extra.data(), n_sink_logits);
+      for (int s = 0; s < a.n_sink_logits; ++s) extra.push_back(a.sink_logits[static_cast<size_t>(s * c.n_heads + h)]);
+      softmax_with_extra(scores.data(), static_cast<int>(n), extra.data(), a.n_sink_logits);
       observer_->on_attention(layer, h, b.seq_id[t], pos, n_sinks, w0, scores);
       acc.assign(static_cast<size_t>(hd), 0.0f);
       j = 0;
       auto mix_run = [&](BlockId blk, int off, int count, int64_t) {
-        attn_accumulate(scores.data() + j, pool.v(blk, slot) + static_cast<size_t>(off) * kvd + head_off, kvd, count,
-                        hd, acc.data());
+        attn_accumulate(scores.data() + j, a.pool->v(blk, a.slot) + static_cast<size_t>(off) * kvd + head_off, kvd,
+                        count, hd, acc.data());
         j += static_cast<size_t>(count);
       };
       seq.for_each_run(0, n_sinks, mix_run);
