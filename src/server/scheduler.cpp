@@ -22,11 +22,16 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
         const int64_t ctx = model->config.trained_context;
         const int per = ::ss::blocks_per_sequence(opts.policy, ctx, eo.block_tokens, eo.max_chunk);
         eo.kv_blocks = opts.kv_blocks > 0 ? opts.kv_blocks : per * std::max(1, opts.max_batch);
-        // The sliding layers' pool holds as many sequences as the full one.
-        if (const int w = model->config.sliding_window(); w > 0)
-          eo.sliding_kv_blocks =
-              (eo.kv_blocks + per - 1) / per *
-              ::ss::blocks_per_sequence(KvPolicy::sliding_layer(w), ctx, eo.block_tokens, eo.max_chunk);
+        // Admission and spilling count full-pool blocks. A sequence holds no
+        // more sliding blocks than full ones while the sliding ring is no
+        // longer than the policy's (native window - 1 <= W); a shorter
+        // policy window scales the sliding pool by the rings' ratio.
+        if (const int w = model->config.sliding_window(); w > 0) {
+          const int64_t ring_full = ring_token_count(opts.policy, eo.block_tokens, eo.max_chunk);
+          const int64_t ring_swa = ring_token_count(KvPolicy::sliding_layer(w), eo.block_tokens, eo.max_chunk);
+          const int64_t factor = ring_full > 0 ? std::max<int64_t>(1, (ring_swa + ring_full - 1) / ring_full) : 1;
+          eo.sliding_kv_blocks = static_cast<int>(eo.kv_blocks * factor);
+        }
         return eo;
       }()) {
   fp_ = fingerprint_of(model->config);
