@@ -149,7 +149,7 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   s.state.rows.resize(static_cast<size_t>(n));
   std::string raw;
   r.read_bytes(static_cast<size_t>(n) * 4, raw);
-  std::memcpy(s.state.rows.data(), raw.data(), raw.size());
+  if (n > 0) std::memcpy(s.state.rows.data(), raw.data(), raw.size());
   // The sliding layers' window: its last min(n_seen, window - 1) tokens.
   const int64_t swa_tokens = fp.sliding_window > 0 ? std::min<int64_t>(n_seen, fp.sliding_window - 1) : 0;
   const uint64_t want_swa = static_cast<uint64_t>(swa_tokens) * static_cast<uint64_t>(fp.sliding_layers) * row_floats;
@@ -161,7 +161,7 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   if (n != want_swa || n * 4 != r.remaining()) return make_error("bad sliding KV row count");
   s.state.sliding_rows.resize(static_cast<size_t>(n));
   r.read_bytes(static_cast<size_t>(n) * 4, raw);
-  std::memcpy(s.state.sliding_rows.data(), raw.data(), raw.size());
+  if (n > 0) std::memcpy(s.state.sliding_rows.data(), raw.data(), raw.size());
   return s;
 }
 
