@@ -49,6 +49,9 @@ const std::map<std::string, Shape>& shapes() {
     Shape ge{"gemma3", 1152, 6912, 26, 4, 1, 262144, 32768, 1000000.0f};
     ge.head_dim = 256, ge.swa = 512;
     m["gemma3-1b"] = ge;
+    Shape g2{"gemma2", 2304, 9216, 26, 8, 4, 256000, 8192, 10000.0f};
+    g2.head_dim = 256, g2.swa = 4096;
+    m["gemma2-2b"] = g2;
     Shape q{"qwen3", 1024, 3072, 28, 16, 8, 151936, 40960, 1000000.0f};
     q.head_dim = 128;
     m["qwen3-0.6b"] = q;
@@ -150,8 +153,9 @@ int MakeModelCommand::run() {
   const bool fused_qkv = a == "gptneox" || a == "mpt";
   const bool attn_bias = a == "gptneox" || a == "phi2" || a == "gpt-oss";
   const bool qk_norm = a == "qwen3" || a == "gemma3";
-  const bool tied = a == "gemma3" || a == "mpt";
-  const bool gated = a == "llama" || a == "qwen3" || a == "gemma3";
+  const bool gemma = a == "gemma2" || a == "gemma3";
+  const bool tied = gemma || a == "mpt";
+  const bool gated = a == "llama" || a == "qwen3" || gemma;
   const bool ffn_bias = a == "gptneox" || a == "phi2";
   const int hd = s.head_dim > 0 ? s.head_dim : s.dim / s.heads;
 
@@ -174,6 +178,10 @@ int MakeModelCommand::run() {
   if (a != "mpt") w.set_f32(a + ".rope.freq_base", s.rope_base);
   if (a == "mpt") w.set_f32(a + ".attention.max_alibi_bias", 8.0f);
   if (a == "gptneox") w.set_bool(a + ".use_parallel_residual", true);
+  if (a == "gemma2") {
+    w.set_f32(a + ".attn_logit_softcapping", 50.0f);
+    w.set_f32(a + ".final_logit_softcapping", 30.0f);
+  }
   if (s.swa > 0) u32("attention.sliding_window", s.swa);
   if (s.experts > 0) {
     u32("expert_count", s.experts);
@@ -241,7 +249,7 @@ int MakeModelCommand::run() {
       norm(p + "attn_q_norm", hd, false);
       norm(p + "attn_k_norm", hd, false);
     }
-    if (a == "gemma3") {
+    if (gemma) {
       norm(p + "post_attention_norm", D, false);
       norm(p + "post_ffw_norm", D, false);
     }

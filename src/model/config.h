@@ -69,6 +69,8 @@ struct ModelConfig {
   float embedding_scale = 1.0f;  // x = embedding * scale (Gemma: sqrt(dim))
   float attn_scale = 0.0f;       // query-key scale; 0: 1/sqrt(head_dim)
   float clamp_kqv = 0.0f;        // q, k, v clamped to [-c, c] when > 0 (MPT's clamp_qkv)
+  float attn_softcap = 0.0f;     // scores -> cap * tanh(score / cap) when > 0 (Gemma 2)
+  float final_softcap = 0.0f;    // logits -> cap * tanh(logit / cap) when > 0 (Gemma 2)
 
   PositionKind positions = PositionKind::Rope;
   float alibi_max_bias = 8.0f;

@@ -122,6 +122,18 @@ Status configure_arch(const GgufFile& g, ModelConfig& c) {
       for (int l = 0; l < c.n_layers; ++l)
         if (l % 6 < 5) c.layer_attention[static_cast<size_t>(l)] = {swa, 1};
     }
+  } else if (a == "gemma2") {
+    // As llama.cpp's llm_build_gemma2_iswa: Gemma 3's layout without q/k
+    // norms, even layers sliding, one rotary, soft-capped scores and logits.
+    SS_TRY(eps("attention.layer_norm_rms_epsilon"));
+    c.ffn = FfnKind::GeGlu;
+    c.post_norms = true;
+    c.embedding_scale = std::sqrt(static_cast<float>(c.dim));
+    if (c.n_layers == 46) c.attn_scale = 1.0f / std::sqrt(static_cast<float>(c.dim / c.n_heads));  // 27B
+    c.attn_softcap = static_cast<float>(g.opt_float(key("attn_logit_softcapping")).value_or(50.0));
+    c.final_softcap = static_cast<float>(g.opt_float(key("final_logit_softcapping")).value_or(30.0));
+    if (swa > 0)
+      for (int l = 0; l < c.n_layers; l += 2) c.layer_attention[static_cast<size_t>(l)].sliding_window = swa;
   } else if (a == "gptneox") {
     SS_TRY(eps("attention.layer_norm_epsilon"));
     c.norm = NormKind::Layer;
@@ -268,8 +280,8 @@ Result<std::shared_ptr<Model>> load_gguf_model(const std::string& path) {
   auto& c = m->config;
   SS_ASSIGN_OR_RETURN(c.arch_name, g.get_string("general.architecture"));
   const std::string a = c.arch_name;
-  static const char* const kArchs[] = {"llama",   "mistral", "qwen2", "qwen3",  "gemma3",
-                                       "gptneox", "phi2",    "mpt",   "gpt-oss"};
+  static const char* const kArchs[] = {"llama",  "mistral", "qwen2", "qwen3", "gemma2",
+                                       "gemma3", "gptneox", "phi2",  "mpt",   "gpt-oss"};
   if (std::find(std::begin(kArchs), std::end(kArchs), a) == std::end(kArchs))
     return make_error(path + ": unsupported architecture '" + a + "' (supported: " + supported_architectures() + ")");
 

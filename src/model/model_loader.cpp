@@ -7,7 +7,8 @@
 namespace ss {
 
 const char* supported_architectures() {
-  return "llama, mistral, qwen2, qwen3, gemma3, gpt-oss, gptneox, phi2, mpt (GGUF); llama, mistral, qwen2 (HF); "
+  return "llama, mistral, qwen2, qwen3, gemma2, gemma3, gpt-oss, gptneox, phi2, mpt (GGUF); llama, mistral, qwen2 "
+         "(HF); "
          "llama2.c";
 }
 

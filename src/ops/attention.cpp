@@ -253,7 +253,7 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_row
 template <int HD>
 SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
                                     int v_stride, int first, int count, int hd_runtime, float scale, float* m, float* l,
-                                    float* __restrict__ acc, float* __restrict__ scratch, const AttnAlibi* alibi) {
+                                    float* __restrict__ acc, float* __restrict__ scratch, const AttnScoring* scoring) {
   const int hd = HD > 0 ? HD : hd_runtime;
   const int end = first + count;
   for (int r0 = first - first % kChunk; r0 < end; r0 += kChunk) {
@@ -295,9 +295,13 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
       } else {
         sc = chunk_scores<HD>(q + h * hd, kc, kc_stride, hd, scale);
       }
-      if (alibi) {
-        const Lanes lane_f = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-        sc += alibi->slopes[h] * (lane_f + (alibi->col0 + static_cast<float>(r0)));
+      if (scoring) {
+        if (const float cap = scoring->softcap; cap > 0)
+          for (int r = 0; r < kChunk; ++r) sc[r] = cap * std::tanh(sc[r] / cap);
+        if (scoring->slopes) {
+          const Lanes lane_f = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+          sc += scoring->slopes[h] * (lane_f + (scoring->col0 + static_cast<float>(r0)));
+        }
       }
       sc = valid ? sc : Lanes{} - INFINITY;
       const float mx = std::max(lanes_max(sc), m[h]);
@@ -318,9 +322,9 @@ SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, 
 
 SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
                                            const float* v_rows, int v_stride, int first, int count, int hd, float scale,
-                                           float* m, float* l, float* acc, float* scratch, const AttnAlibi* alibi) {
+                                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring) {
 #define SS_ONLINE(HD) \
-  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, alibi)
+  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, scoring)
   switch (hd) {
     case 8:
       return SS_ONLINE(8);
@@ -341,8 +345,8 @@ SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k
 
 SS_CLONED(void, attn_online_update,
           (const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride, int first,
-           int count, int hd, float scale, float* m, float* l, float* acc, float* scratch, const AttnAlibi* alibi),
-          (q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, alibi))
+           int count, int hd, float scale, float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring),
+          (q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, scoring))
 
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out) {
   for (int h = 0; h < g; ++h) {

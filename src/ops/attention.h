@@ -35,16 +35,19 @@ void attn_online_init(int g, int hd, float* m, float* l, float* acc);
 // denominator (a virtual key with zero value: gpt-oss's learned sinks,
 // softmax1 for logit 0). sink_logits: [n_sinks][g], all added.
 void attn_online_init_sinks(int g, int hd, const float* sink_logits, int n_sinks, float* m, float* l, float* acc);
-// ALiBi: the score of head h for the key at block column c gets
+// How scores are shaped after q.k * scale, in this order: soft-capping
+// (softcap > 0: s = softcap * tanh(s / softcap), Gemma 2), then ALiBi (slopes
+// not null: the score of head h for the key at block column c gets
 // slopes[h] * (col0 + c), col0 being that column's key position minus the
-// query position (<= 0 for every visible key).
-struct AttnAlibi {
+// query position, <= 0 for every visible key).
+struct AttnScoring {
+  float softcap = 0.0f;
   const float* slopes = nullptr;  // [g]
   float col0 = 0.0f;
 };
 void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride,
                         int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch,
-                        const AttnAlibi* alibi = nullptr);
+                        const AttnScoring* scoring = nullptr);
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out);
 
 // softmax over x[0..n) and extra logits that take probability but are not

@@ -77,14 +77,15 @@ void Engine::attention(int layer, const RoundBatch& b) {
       const CachePositions cp{pol, pos};
       auto visit = [&](const float* q) {
         return [&, q](BlockId blk, int off, int count, int64_t first) {
-          AttnAlibi ab;
+          AttnScoring sc;
+          sc.softcap = c.attn_softcap;
           if (alibi) {
-            ab.slopes = alibi_slopes_.data() + kvh * group;
-            ab.col0 = static_cast<float>(cp.k(first) - off - cp.q());
+            sc.slopes = alibi_slopes_.data() + kvh * group;
+            sc.col0 = static_cast<float>(cp.k(first) - off - cp.q());
           }
           attn_online_update(q, group, a.pool->k(blk, a.slot) + head_off * a.block_tokens, a.block_tokens,
                              a.pool->v(blk, a.slot) + head_off, kvd, off, count, hd, a.scale, m.data(), l.data(),
-                             acc.data(), scratch.data(), alibi ? &ab : nullptr);
+                             acc.data(), scratch.data(), alibi || sc.softcap > 0 ? &sc : nullptr);
         };
       };
       seq.for_each_run(0, n_sinks, visit(qsink));
@@ -125,6 +126,8 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
         return [&, q](BlockId blk, int off, int count, int64_t first) {
           attn_scores(q, a.pool->k(blk, a.slot) + head_off * a.block_tokens + off, a.block_tokens, count, hd, a.scale,
                       scores.data() + j);
+          if (const float cap = c.attn_softcap; cap > 0)
+            for (int r = 0; r < count; ++r) scores[j + r] = cap * std::tanh(scores[j + r] / cap);
           if (c.positions == PositionKind::Alibi)
             for (int r = 0; r < count; ++r)
               scores[j + static_cast<size_t>(r)] +=

@@ -273,6 +273,8 @@ void Engine::output_block(std::span<RoundPart> parts, const RoundBatch& b) {
   norm_rows(m.output_norm, m.output_norm_b, normed_.data(), R, normed_.data());
   matmul(m.output, normed_.data(), R, logits_buf_.data(), threads_, opts_.act_quant);
   add_bias(logits_buf_.data(), R, c.n_vocab, m.output_b);
+  if (const float cap = c.final_softcap; cap > 0)
+    for (float& v : logits_buf_) v = cap * std::tanh(v / cap);
   for (int r = 0; r < R; ++r)
     std::memcpy(logit_outs_[r], logits_buf_.data() + at(r, c.n_vocab), sizeof(float) * c.n_vocab);
 }

@@ -186,7 +186,8 @@ TEST(Cli, MakeModelWritesEveryArchitecture) {
   for (const std::string args :
        {"--shape gpt-oss-tiny --type q8_0", "--shape gemma3-1b --type q4_0 --layers 1 --vocab 512",
         "--shape qwen3-0.6b --type q8_0 --layers 1 --vocab 512",
-        "--shape pythia-160m --type f16 --layers 2 --vocab 512", "--shape phi-2 --type q4_0 --layers 1 --vocab 512"}) {
+        "--shape pythia-160m --type f16 --layers 2 --vocab 512", "--shape phi-2 --type q4_0 --layers 1 --vocab 512",
+        "--shape gemma2-2b --type q4_0 --layers 2 --vocab 512"}) {
     const std::string a = test::temp_path("arch_a.gguf"), b = test::temp_path("arch_b.gguf");
     ASSERT_EQ(run("make-model " + args + " --seed 3 -o " + a).rc, 0) << args;
     ASSERT_EQ(run("make-model " + args + " --seed 3 -o " + b).rc, 0) << args;

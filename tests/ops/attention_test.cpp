@@ -122,9 +122,10 @@ TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
 namespace ss {
 namespace {
 
-// The same kernel with ALiBi biases and sink logits, against the two-pass
-// twin: scores + slope * (key - query position), softmax with the sinks in
-// the denominator (softmax_with_extra), accumulate.
+// The same kernel with soft-capping, ALiBi biases and sink logits, against
+// the two-pass twin: cap * tanh(score / cap) + slope * (key - query
+// position), softmax with the sinks in the denominator (softmax_with_extra),
+// accumulate.
 void check_OnlineSoftmaxWithAlibiAndSinksMatchesTwin() {
   std::mt19937 rng(23);
   std::uniform_real_distribution<float> u(-3, 3);
@@ -141,30 +142,35 @@ void check_OnlineSoftmaxWithAlibiAndSinksMatchesTwin() {
         for (auto& x : sinks) x = u(rng);
         const float scale = 0.3f;
         const int64_t query = n + 40;  // keys sit at positions 3 .. 3 + n - 1
-        for (int n_sinks : {0, 1, 2}) {
-          std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
-              scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
-          attn_online_init_sinks(g, hd, sinks.data(), n_sinks, m.data(), l.data(), acc.data());
-          for (int r0 = 0; r0 < n;) {
-            const int count = std::min(n - r0, 1 + (r0 * 5) % 19);
-            const AttnAlibi ab{slopes.data(), static_cast<float>(3 - query)};
-            attn_online_update(q.data(), g, k.data(), col_stride, v.data(), stride, r0, count, hd, scale, m.data(),
-                               l.data(), acc.data(), scratch.data(), &ab);
-            r0 += count;
+        for (int n_sinks : {0, 1, 2})
+          for (float cap : {0.0f, 2.5f}) {
+            std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+                scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
+            attn_online_init_sinks(g, hd, sinks.data(), n_sinks, m.data(), l.data(), acc.data());
+            for (int r0 = 0; r0 < n;) {
+              const int count = std::min(n - r0, 1 + (r0 * 5) % 19);
+              const AttnScoring sc{cap, slopes.data(), static_cast<float>(3 - query)};
+              attn_online_update(q.data(), g, k.data(), col_stride, v.data(), stride, r0, count, hd, scale, m.data(),
+                                 l.data(), acc.data(), scratch.data(), &sc);
+              r0 += count;
+            }
+            attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+            for (int h = 0; h < g; ++h) {
+              std::vector<float> p(static_cast<size_t>(n)), want(static_cast<size_t>(hd), 0.0f), extra;
+              attn_scores_scalar(q.data() + h * hd, k.data(), col_stride, n, hd, scale, p.data());
+              for (int r = 0; r < n; ++r) {
+                float& s = p[static_cast<size_t>(r)];
+                if (cap > 0) s = cap * std::tanh(s / cap);
+                s += slopes[static_cast<size_t>(h)] * (3 + r - query);
+              }
+              for (int s = 0; s < n_sinks; ++s) extra.push_back(sinks[static_cast<size_t>(s * g + h)]);
+              softmax_with_extra(p.data(), n, extra.data(), n_sinks);
+              attn_accumulate_scalar(p.data(), v.data(), stride, n, hd, want.data());
+              for (int d = 0; d < hd; ++d)
+                ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
+                    << "hd=" << hd << " g=" << g << " n=" << n << " sinks=" << n_sinks << " cap=" << cap << " h=" << h;
+            }
           }
-          attn_online_finish(g, hd, l.data(), acc.data(), out.data());
-          for (int h = 0; h < g; ++h) {
-            std::vector<float> p(static_cast<size_t>(n)), want(static_cast<size_t>(hd), 0.0f), extra;
-            attn_scores_scalar(q.data() + h * hd, k.data(), col_stride, n, hd, scale, p.data());
-            for (int r = 0; r < n; ++r) p[static_cast<size_t>(r)] += slopes[static_cast<size_t>(h)] * (3 + r - query);
-            for (int s = 0; s < n_sinks; ++s) extra.push_back(sinks[static_cast<size_t>(s * g + h)]);
-            softmax_with_extra(p.data(), n, extra.data(), n_sinks);
-            attn_accumulate_scalar(p.data(), v.data(), stride, n, hd, want.data());
-            for (int d = 0; d < hd; ++d)
-              ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
-                  << "hd=" << hd << " g=" << g << " n=" << n << " sinks=" << n_sinks << " h=" << h;
-          }
-        }
       }
     }
   }

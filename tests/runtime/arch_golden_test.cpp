@@ -304,6 +304,29 @@ TEST(ArchMxfp4, GptOssExpertsInMxfp4MatchTheirDecodedValues) {
               vs_f32.max_dlogsoftmax);
 }
 
+// Soft-capping (Gemma 2's choice; no llama.cpp golden ships for it): the
+// gemma3 golden model with capped scores and logits keeps every logit inside
+// the cap, changes the answer, and streams in chunks, token by token and
+// through the inspector's path alike.
+TEST(ArchSoftcap, CappedScoresAndLogitsStreamConsistently) {
+  auto mr = load_model({test::shared("golden/arch/gemma3/model.gguf"), ""});
+  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  const Golden g = load_golden(test::shared("golden/arch/gemma3"));
+  auto capped = std::make_shared<Model>(*mr.value());
+  capped->config.attn_softcap = 0.5f;  // small, so it bends most scores
+  capped->config.final_softcap = 2.0f;
+  const KvPolicy pol = KvPolicy::sinks_window(4, 12);
+  const auto tbt = run(capped, g.tokens, 1, 64, pol);
+  for (float x : tbt) ASSERT_LT(std::abs(x), 2.0f);
+  EXPECT_LE(max_abs_diff(tbt, run(capped, g.tokens, 7, 5, pol)), 2e-5);
+  CountingObserver obs;
+  EXPECT_LE(max_abs_diff(tbt, run(capped, g.tokens, 5, 5, pol, &obs)), 2e-5);
+  // Only the score cap (logits uncapped) still moves the answer.
+  auto scores_only = std::make_shared<Model>(*mr.value());
+  scores_only->config.attn_softcap = 0.5f;
+  EXPECT_GT(max_abs_diff(run(scores_only, g.tokens, 1, 64, pol), run(mr.value(), g.tokens, 1, 64, pol)), 1e-2);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, ArchGolden,
                          ::testing::Values("llama", "gpt-oss", "gptneox", "gemma3", "mpt", "qwen3", "phi2"),
                          [](const auto& info) {
