@@ -22,6 +22,12 @@ namespace ss {
 
 struct EngineOptions {
   int threads = 1;
+  int kv_blocks = 256;  // blocks in the pool, shared by all sequences
+  int block_tokens = 16;
+  int max_chunk = 64;  // most tokens of one sequence per internal step
+  // Int8: Q4_0/Q8_0 weights take int8-rounded activations (llama.cpp's
+  // arithmetic, faster); None: exact float activations for every type.
+  ActQuant act_quant = ActQuant::None;
   // Blocks of the sliding layers' pool (models with sliding-window layers;
   // 0: as many as kv_blocks). Its blocks hold only the sliding layers, and
   // each sequence keeps just its native window there (a ring).
@@ -29,12 +35,6 @@ struct EngineOptions {
   // A virtual sink: this logit joins every head's softmax denominator (a key
   // with zero value), on top of any learned sinks. 0 is softmax1.
   std::optional<float> sink_logit;
-  int kv_blocks = 256;  // blocks in the pool, shared by all sequences
-  int block_tokens = 16;
-  int max_chunk = 64;  // most tokens of one sequence per internal step
-  // Int8: Q4_0/Q8_0 weights take int8-rounded activations (llama.cpp's
-  // arithmetic, faster); None: exact float activations for every type.
-  ActQuant act_quant = ActQuant::None;
 };
 
 using SeqId = int32_t;
