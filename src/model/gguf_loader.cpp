@@ -93,7 +93,11 @@ Status configure_arch(const GgufFile& g, ModelConfig& c) {
   }
   c.rotaries = {rot};
   c.uniform_layers();
-  const int swa = static_cast<int>(g.opt_int(key("attention.sliding_window")).value_or(0));
+  // Bounded before use: the sliding ring is sized from it (as KvPolicy::parse bounds W).
+  const int64_t swa_raw = g.opt_int(key("attention.sliding_window")).value_or(0);
+  if (swa_raw < 0 || swa_raw > (int64_t{1} << 24))
+    return make_error(g.path() + ": sliding_window " + std::to_string(swa_raw) + " out of range [0, 2^24]");
+  const int swa = static_cast<int>(swa_raw);
   auto eps = [&](const char* k) -> Status {
     SS_ASSIGN_OR_RETURN(const double e, g.get_float(key(k)));
     c.norm_eps = static_cast<float>(e);
@@ -170,7 +174,6 @@ Status configure_arch(const GgufFile& g, ModelConfig& c) {
     return make_error(g.path() + ": unsupported architecture '" + a + "' (supported: " + supported_architectures() +
                       ")");
   }
-  if (swa < 0) return make_error(g.path() + ": negative sliding window");
   return ok_status();
 }
 

@@ -1,6 +1,7 @@
 // Model loading from every format, and clean errors for bad files.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -31,6 +32,30 @@ TEST(Loader, LoadsAllBundledFormats) {
   auto a = load_model({test::shared("models/aidreams260K/aidreams260K.bin"), ""});
   ASSERT_TRUE(a.ok()) << a.error().message;
   EXPECT_EQ(a.value()->config.trained_context, 128);
+}
+
+// A sliding window the ring could not hold is refused before anything is
+// sized from it (the golden gemma3 file with its window rewritten).
+TEST(Loader, SlidingWindowOutOfRangeIsAnError) {
+  const std::string src = test::shared("golden/arch/gemma3/model.gguf");
+  std::string bytes = test::read_file(src);
+  ASSERT_FALSE(bytes.empty());
+  const std::string key = "gemma3.attention.sliding_window";
+  const auto at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  // Key, then its value type (u32 = 4), then the value.
+  uint32_t type = 0;
+  std::memcpy(&type, bytes.data() + at + key.size(), 4);
+  ASSERT_EQ(type, 4u);
+  for (uint32_t w : {0x7fffffffu, 0xffffffffu}) {
+    std::memcpy(bytes.data() + at + key.size() + 4, &w, 4);
+    const std::string path = test::temp_path("swa.gguf");
+    std::ofstream(path, std::ios::binary) << bytes;
+    auto m = load_model({path, ""});
+    std::remove(path.c_str());
+    ASSERT_FALSE(m.ok()) << w;
+    EXPECT_NE(m.error().message.find("sliding_window"), std::string::npos) << m.error().message;
+  }
 }
 
 TEST(Loader, UnknownArchitectureListsSupportedOnes) {
