@@ -1,5 +1,6 @@
 #include "kv/policy.h"
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -23,6 +24,15 @@ bool parse_int(std::string_view s, int64_t& out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 }  // namespace
+
+std::vector<int64_t> KvPolicy::resident(int64_t n_seen) const {
+  std::vector<int64_t> out;
+  const int64_t s = std::min(sinks, n_seen);
+  for (int64_t u = 0; u < s; ++u) out.push_back(u);
+  const int64_t w0 = bounded() ? std::max(sinks, n_seen - window) : sinks;
+  for (int64_t u = w0; u < n_seen; ++u) out.push_back(u);
+  return out;
+}
 
 KvPolicy KvPolicy::sinks_window(int64_t s, int64_t w) {
   KvPolicy p;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/result.h"
 
@@ -35,6 +36,9 @@ struct KvPolicy {
     if (!bounded()) return true;
     return key < sinks || key >= query - window;
   }
+  // Text indices in the cache between steps after n_seen tokens: the sinks,
+  // then the window's tail, oldest first. (Dense: all n_seen of them.)
+  std::vector<int64_t> resident(int64_t n_seen) const;
   // First window key a query sees (keys below it and >= sinks are evicted).
   int64_t first_window_key(int64_t query) const {
     if (!bounded()) return sinks;

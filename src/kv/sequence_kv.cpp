@@ -82,14 +82,7 @@ KvSlot SequenceKv::slot(int64_t u) const {
 
 namespace ss {
 
-std::vector<int64_t> SequenceKv::resident() const {
-  std::vector<int64_t> out;
-  const int64_t s = std::min(policy_.sinks, n_seen_);
-  for (int64_t u = 0; u < s; ++u) out.push_back(u);
-  const int64_t w0 = policy_.bounded() ? std::max(policy_.sinks, n_seen_ - policy_.window) : policy_.sinks;
-  for (int64_t u = w0; u < n_seen_; ++u) out.push_back(u);
-  return out;
-}
+std::vector<int64_t> SequenceKv::resident() const { return policy_.resident(n_seen_); }
 
 Status SequenceKv::restore(int64_t n_seen, const std::vector<int64_t>& resident) {
   SS_CHECK(n_seen_ == 0);

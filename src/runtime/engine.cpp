@@ -17,12 +17,8 @@ void size_kv_pools(EngineOptions& eo, const ModelConfig& c, const KvPolicy& p, i
       w > 0 ? sequences * blocks_per_sequence(KvPolicy::sliding_layer(w), tokens, eo.block_tokens, eo.max_chunk) : 0;
 }
 
-std::vector<int64_t> sliding_resident(const ModelConfig& c, int64_t n_seen) {
-  std::vector<int64_t> out;
-  const int w = c.sliding_window();
-  if (w == 0) return out;
-  for (int64_t u = std::max<int64_t>(0, n_seen - (w - 1)); u < n_seen; ++u) out.push_back(u);
-  return out;
+std::vector<int64_t> sliding_resident(int w, int64_t n_seen) {
+  return w > 0 ? KvPolicy::sliding_layer(w).resident(n_seen) : std::vector<int64_t>{};
 }
 
 namespace {
@@ -136,15 +132,15 @@ SequenceState Engine::export_sequence(SeqId id) const {
   st.indices = seq.kv[kFull]->resident();
   export_rows(pool_, *seq.kv[kFull], st.indices, config().full_layers(), config().kv_dim(), st.rows);
   if (swa_pool_)
-    export_rows(*swa_pool_, *seq.kv[kSliding], sliding_resident(config(), st.n_seen), swa_pool_layers(),
-                config().kv_dim(), st.sliding_rows);
+    export_rows(*swa_pool_, *seq.kv[kSliding], sliding_resident(config().sliding_window(), st.n_seen),
+                swa_pool_layers(), config().kv_dim(), st.sliding_rows);
   return st;
 }
 
 Result<SeqId> Engine::import_sequence(const SequenceState& st) {
   const auto& c = config();
   const size_t per = 2 * static_cast<size_t>(c.kv_dim());
-  const auto swa_indices = sliding_resident(c, st.n_seen);
+  const auto swa_indices = sliding_resident(c.sliding_window(), st.n_seen);
   if (st.rows.size() != st.indices.size() * per * static_cast<size_t>(c.full_layers()) ||
       st.sliding_rows.size() != swa_indices.size() * per * static_cast<size_t>(swa_pool_layers()))
     return make_error("sequence state: row data does not match the model");

@@ -51,8 +51,9 @@ struct SequenceState {
   std::vector<float> sliding_rows;  // [sliding_indices][sliding layers][2][kv_dim]
 };
 
-// Text indices the sliding layers hold between steps after n_seen tokens.
-std::vector<int64_t> sliding_resident(const ModelConfig& c, int64_t n_seen);
+// Text indices sliding layers of native window w hold between steps after
+// n_seen tokens (none when w == 0).
+std::vector<int64_t> sliding_resident(int w, int64_t n_seen);
 
 struct BatchItem {
   SeqId seq = -1;
@@ -186,8 +187,10 @@ class Engine {
 
   // Activations of the current round (reused buffers).
   std::vector<float> x_, xb_, xb2_, q_, qs_, k_, v_, att_, attn_out_, ffn_out_, hb_, hb2_;  // [T x ...]
-  std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;                              // MoE scratch
-  std::vector<int> logit_rows_;  // rows of x_ that need logits
+  std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;
+  std::vector<std::vector<std::pair<int, float>>> moe_routed_;  // [experts] of (token, weight)
+  std::vector<int> moe_order_;                                  // MoE scratch
+  std::vector<int> logit_rows_;                                 // rows of x_ that need logits
   std::vector<float*> logit_outs_;
   std::vector<float> normed_, logits_buf_;  // [R x dim], [R x n_vocab]
 };

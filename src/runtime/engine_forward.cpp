@@ -62,9 +62,10 @@ void Engine::prepare_round(std::span<RoundPart> parts, RoundBatch& b) {
   }
   int i = 0;
   for (const auto& p : parts) {
+    EngineSequence* es = &seqs_.at(p.id);
     for (int j = 0; j < p.count; ++j, ++i) {
       const int64_t t = p.seq->n_seen() + j;
-      b.seq[i] = &seqs_.at(p.id);
+      b.seq[i] = es;
       b.seq_id[i] = p.id;
       b.pos[i] = t;
       const KvPolicy& pol = p.seq->policy();
@@ -199,8 +200,12 @@ void Engine::moe_block(int l, const RoundBatch& b, const float* in, float* out) 
   router_.resize(at(T, E));
   matmul(L.router, in, T, router_.data(), threads_, opts_.act_quant);
   add_bias(router_.data(), T, E, L.router_b);
-  std::vector<std::vector<std::pair<int, float>>> routed(static_cast<size_t>(E));  // (token, weight)
-  std::vector<int> order(static_cast<size_t>(E));
+  // Reused across layers and rounds: no allocation per step once warm.
+  auto& routed = moe_routed_;  // [E] of (token, weight)
+  routed.resize(static_cast<size_t>(E));
+  for (auto& r : routed) r.clear();
+  auto& order = moe_order_;
+  order.resize(static_cast<size_t>(E));
   for (int t = 0; t < T; ++t) {
     const float* r = router_.data() + at(t, E);
     for (int e = 0; e < E; ++e) order[static_cast<size_t>(e)] = e;

@@ -151,8 +151,8 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   r.read_bytes(static_cast<size_t>(n) * 4, raw);
   if (n > 0) std::memcpy(s.state.rows.data(), raw.data(), raw.size());
   // The sliding layers' window: its last min(n_seen, window - 1) tokens.
-  const int64_t swa_tokens = fp.sliding_window > 0 ? std::min<int64_t>(n_seen, fp.sliding_window - 1) : 0;
-  const uint64_t want_swa = static_cast<uint64_t>(swa_tokens) * static_cast<uint64_t>(fp.sliding_layers) * row_floats;
+  const uint64_t want_swa = static_cast<uint64_t>(sliding_resident(fp.sliding_window, n_seen).size()) *
+                            static_cast<uint64_t>(fp.sliding_layers) * row_floats;
   if (version == 1) {
     n = 0;
   } else if (!r.read(n)) {

@@ -110,16 +110,22 @@ std::vector<float> run(const std::shared_ptr<const Model>& m, const std::vector<
   return out;
 }
 
-class ArchGolden : public ::testing::TestWithParam<const char*> {};
+class ArchGolden : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::string dir() const { return test::shared("golden/arch/" + std::string(GetParam())); }
+  std::shared_ptr<const Model> model() const {
+    auto mr = load_model({dir() + "/model.gguf", ""});
+    EXPECT_TRUE(mr.ok()) << (mr.ok() ? "" : mr.error().message);
+    return mr.ok() ? mr.value() : nullptr;
+  }
+};
 
 TEST_P(ArchGolden, MatchesLlamaCppBatchTokenByTokenAndChunked) {
-  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
-  const Golden g = load_golden(dir);
-  ASSERT_EQ(g.tokens.size(), 64u) << dir;
+  const Golden g = load_golden(dir());
+  ASSERT_EQ(g.tokens.size(), 64u) << dir();
   ASSERT_EQ(g.vocab, 512);
-  auto mr = load_model({dir + "/model.gguf", ""});
-  ASSERT_TRUE(mr.ok()) << mr.error().message;
-  const auto m = mr.value();
+  const auto m = model();
+  ASSERT_TRUE(m);
   struct Mode {
     const char* name;
     int chunk, max_chunk;
@@ -150,11 +156,9 @@ double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 // token by token and in uneven chunks (STREAMING.md's prefill contract),
 // and differ from dense once they evict.
 TEST_P(ArchGolden, StreamingPoliciesPrefillInChunksAsTokenByToken) {
-  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
-  const Golden g = load_golden(dir);
-  auto mr = load_model({dir + "/model.gguf", ""});
-  ASSERT_TRUE(mr.ok()) << mr.error().message;
-  const auto m = mr.value();
+  const Golden g = load_golden(dir());
+  const auto m = model();
+  ASSERT_TRUE(m);
   for (const char* spec : {"sinks:4:60", "window:63"}) {
     const KvPolicy pol = KvPolicy::parse(spec, 2048).value();
     const Agreement a = compare(g, run(m, g.tokens, 1, 8, pol));
@@ -181,13 +185,12 @@ TEST_P(ArchGolden, StreamingPoliciesPrefillInChunksAsTokenByToken) {
 // A long run in constant memory: after the windows fill, neither pool
 // (full layers' sinks + window, sliding layers' own window) grows.
 TEST_P(ArchGolden, LongStreamHoldsConstantBlocks) {
-  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
-  auto mr = load_model({dir + "/model.gguf", ""});
-  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  const auto m = model();
+  ASSERT_TRUE(m);
   EngineOptions eo;
   eo.kv_blocks = 8;
   eo.max_chunk = 4;
-  Engine e(mr.value(), eo);
+  Engine e(m, eo);
   const SeqId id = e.create_sequence(KvPolicy::sinks_window(4, 28)).value();
   int held_at_100 = -1, sliding_at_100 = -1;
   std::vector<std::vector<float>> logits;
@@ -213,13 +216,12 @@ TEST_P(ArchGolden, LongStreamHoldsConstantBlocks) {
 // Export then import (what session files and spills do), including the
 // sliding layers' window, continues exactly as the original sequence.
 TEST_P(ArchGolden, ExportImportContinuesIdentically) {
-  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
-  const Golden g = load_golden(dir);
-  auto mr = load_model({dir + "/model.gguf", ""});
-  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  const Golden g = load_golden(dir());
+  const auto m = model();
+  ASSERT_TRUE(m);
   EngineOptions eo;
   eo.kv_blocks = 32;
-  Engine a(mr.value(), eo), b(mr.value(), eo);
+  Engine a(m, eo), b(m, eo);
   const SeqId sa = a.create_sequence(KvPolicy::sinks_window(4, 12)).value();
   std::vector<std::vector<float>> la, lb;
   const BatchItem first{sa, std::span<const int32_t>(g.tokens.data(), 40), false};
@@ -235,15 +237,14 @@ TEST_P(ArchGolden, ExportImportContinuesIdentically) {
 // --sink-logit: a very negative virtual sink changes nothing; softmax1
 // (logit 0) changes every row.
 TEST_P(ArchGolden, VirtualSinkLogit) {
-  const std::string dir = test::shared("golden/arch/" + std::string(GetParam()));
-  const Golden g = load_golden(dir);
-  auto mr = load_model({dir + "/model.gguf", ""});
-  ASSERT_TRUE(mr.ok()) << mr.error().message;
+  const Golden g = load_golden(dir());
+  const auto m = model();
+  ASSERT_TRUE(m);
   auto with_sink = [&](std::optional<float> x) {
     EngineOptions eo;
     eo.kv_blocks = 16;
     eo.sink_logit = x;
-    Engine e(mr.value(), eo);
+    Engine e(m, eo);
     const SeqId id = e.create_sequence(KvPolicy::dense()).value();
     const BatchItem item{id, std::span<const int32_t>(g.tokens.data(), 16), true};
     std::vector<std::vector<float>> l;
