@@ -54,7 +54,9 @@ int AttentionCommand::run() {
   auto pol = KvPolicy::parse(pols_spec[0], c.trained_context);
   if (!pol.ok()) return fail(pol.error().message + "; attention inspection needs a cache policy");
 
-  EngineOptions eo = engine_options(model_, policy_);
+  auto eo_r = engine_options(model_, policy_, c);
+  if (!eo_r.ok()) return fail(eo_r.error().message);
+  EngineOptions eo = eo_r.value();
   size_kv_pools(eo, c, pol.value(), static_cast<int64_t>(tokens.size()));
   Engine engine(model, eo);
   AttentionStats stats(c.n_layers, c.n_heads, first_k_, map_layer_, map_head_, map_queries_);

@@ -104,7 +104,9 @@ int BenchCommand::run() {
     return t;
   };
 
-  EngineOptions eo = engine_options(model_, policy_);
+  auto eo_r = engine_options(model_, policy_, model->config);
+  if (!eo_r.ok()) return fail(eo_r.error().message);
+  EngineOptions eo = eo_r.value();
   const int64_t max_prefill = *std::max_element(prefill->begin(), prefill->end());
   const int64_t dense_tokens = policy.bounded() ? 0 : std::max<int64_t>(max_prefill, positions->back() + samples_);
   size_kv_pools(eo, model->config, policy, std::max<int64_t>(dense_tokens, max_prefill));

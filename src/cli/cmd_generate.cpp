@@ -68,7 +68,9 @@ int GenerateCommand::run() {
   std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos);
   if (prompt.empty()) prompt.push_back(model->vocab.bos >= 0 ? model->vocab.bos : 0);
 
-  EngineOptions eo = engine_options(model_, policy_);
+  auto eo_r = engine_options(model_, policy_, model->config);
+  if (!eo_r.ok()) return fail(eo_r.error().message);
+  EngineOptions eo = eo_r.value();
   const int64_t budget =
       static_cast<int64_t>(prompt.size()) + (n_new_ > 0 ? n_new_ : 4 * model->config.trained_context);
   size_kv_pools(eo, model->config, mode.recompute() ? KvPolicy::dense() : mode.policy,

@@ -177,10 +177,12 @@ int PerplexityCommand::run() {
   if (!pols_r.ok()) return fail(pols_r.error().message);
   const auto& pols = pols_r.value();
 
+  auto eo_r = engine_options(model_, policy_, model->config);
+  if (!eo_r.ok()) return fail(eo_r.error().message);
   std::vector<PolicyRun> runs;
   const bool tty = stderr_is_tty();
   for (const auto& pol : pols) {
-    EngineOptions eo = engine_options(model_, policy_);
+    EngineOptions eo = eo_r.value();
     // Recompute scores up to 16 windows as one batch (runtime/scoring.h).
     if (pol.recompute())
       size_kv_pools(eo, model->config, KvPolicy::dense(), pol.recompute_len, 16);

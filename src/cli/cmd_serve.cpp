@@ -113,8 +113,11 @@ int ServeCommand::run() {
   if (!is_loopback_host(host_) && api_key_.empty())
     std::fprintf(stderr, "warning: serving on %s without --api-key: anyone who can reach it can use it\n",
                  host_.c_str());
+  auto eo = engine_options(model_, policy_, model->config);
+  if (!eo.ok()) return fail(eo.error().message);
   SchedulerOptions sopts;
   sopts.policy = pols.value()[0].policy;
+  sopts.kv_type = eo->kv_type;
   sopts.threads = model_.threads;
   sopts.act_quant = model_.activation_quant();
   sopts.kv_blocks = kv_blocks_;

@@ -56,14 +56,21 @@ void PolicyFlags::add(CLI::App& app, bool many) {
   app.add_option("--sink-logit", sink_logit,
                  "add a virtual sink with this logit to every head's softmax (0 = softmax1; on top of learned sinks)")
       ->check(CLI::Range(-1000.0, 1000.0));
+  app.add_option("--kv-type", kv_type,
+                 "KV cache element type: f32, f16, bf16, q8_0, q4_0 (ggml's blocks of 32; the rows a model caches "
+                 "must be a multiple of 32 wide)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}))
+      ->capture_default_str();
 }
 
-EngineOptions engine_options(const ModelFlags& m, const PolicyFlags& p) {
+Result<EngineOptions> engine_options(const ModelFlags& m, const PolicyFlags& p, const ModelConfig& c) {
   EngineOptions eo;
   eo.threads = m.threads;
   eo.act_quant = m.activation_quant();
   eo.max_chunk = p.chunk;
   eo.sink_logit = p.sink_logit;
+  SS_ASSIGN_OR_RETURN(eo.kv_type, parse_kv_type(p.kv_type));
+  SS_TRY(kv_type_usable(eo.kv_type, c.kv_dim()));
   return eo;
 }
 

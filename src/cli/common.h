@@ -36,14 +36,16 @@ struct PolicyFlags {
   int window = -1;
   int chunk = 64;
   std::optional<float> sink_logit;  // --sink-logit: a virtual sink in every head
+  std::string kv_type = "f16";      // --kv-type: the KV cache's element type
   void add(CLI::App& app, bool many);
   // Policies named by --policy (or --sinks/--window), defaulting to sinks:4:(ctx-4).
   Result<std::vector<StreamMode>> resolve(int64_t trained_context) const;
 };
 
 // Engine options every command shares: threads, activations, prefill chunk,
-// virtual sink (kv_blocks is left to the command).
-EngineOptions engine_options(const ModelFlags& m, const PolicyFlags& p);
+// virtual sink, KV type (kv_blocks is left to the command). Errors: a KV
+// type this model's rows cannot hold.
+Result<EngineOptions> engine_options(const ModelFlags& m, const PolicyFlags& p, const ModelConfig& c);
 
 std::string format_rate(double per_second);
 

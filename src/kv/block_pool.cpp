@@ -1,22 +1,49 @@
 #include "kv/block_pool.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "util/check.h"
 #include "util/mapped_file.h"
 
 namespace ss {
 
+namespace {
+bool is_kv_type(GgmlType t) { return kv_k_dim_major(t) || t == GgmlType::Q8_0 || t == GgmlType::Q4_0; }
+}  // namespace
+
+Status kv_type_usable(GgmlType type, int kv_dim) {
+  if (!is_kv_type(type)) return make_error("KV cache type " + kv_type_name(type) + " is not supported");
+  if (!kv_k_dim_major(type) && kv_dim % 32 != 0)
+    return make_error("KV cache type " + kv_type_name(type) + " needs K/V rows in whole blocks of 32; this model's are " +
+                      std::to_string(kv_dim) + " wide");
+  return ok_status();
+}
+
+Result<GgmlType> parse_kv_type(std::string_view name) {
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0})
+    if (name == kv_type_name(t)) return t;
+  return make_error("unknown KV cache type '" + std::string(name) + "' (f32, f16, bf16, q8_0, q4_0)");
+}
+
+std::string kv_type_name(GgmlType type) {
+  std::string n = type_name(static_cast<uint32_t>(type));
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return n;
+}
+
 BlockPool::BlockPool(const BlockPoolConfig& cfg) : cfg_(cfg) {
   // Zero layers is a pool of bookkeeping only (a model whose layers all
   // slide keeps its KV in the sliding pool).
   SS_CHECK(cfg.n_blocks >= 0 && cfg.block_tokens > 0 && cfg.n_layers >= 0 && cfg.kv_dim > 0);
-  layer_half_ = static_cast<size_t>(cfg.block_tokens) * static_cast<size_t>(cfg.kv_dim);
-  block_floats_ = layer_half_ * 2 * static_cast<size_t>(cfg.n_layers);
-  floats_ = block_floats_ * static_cast<size_t>(cfg.n_blocks);
-  if (floats_ > 0) {
-    mem_ = allocate_huge(floats_ * sizeof(float));
-    data_ = reinterpret_cast<float*>(mem_.get());
+  SS_CHECK_MSG(kv_type_usable(cfg.type, cfg.kv_dim).ok(), "BlockPool: unusable KV type (check kv_type_usable first)");
+  row_bytes_ = ::ss::row_bytes(cfg.type, cfg.kv_dim);
+  layer_half_ = static_cast<size_t>(cfg.block_tokens) * row_bytes_;
+  block_bytes_ = layer_half_ * 2 * static_cast<size_t>(cfg.n_layers);
+  bytes_ = block_bytes_ * static_cast<size_t>(cfg.n_blocks);
+  if (bytes_ > 0) {
+    mem_ = allocate_huge(bytes_);
+    data_ = mem_.get();
   }
   refs_.assign(static_cast<size_t>(cfg.n_blocks), 0);
   for (int i = cfg.n_blocks - 1; i >= 0; --i) free_.push_back(i);
@@ -41,24 +68,83 @@ void BlockPool::release(BlockId id) {
   if (--refs_[static_cast<size_t>(id)] == 0) free_.push_back(id);
 }
 
+size_t BlockPool::elem_bytes() const { return cfg_.type == GgmlType::F32 ? 4 : 2; }
+
+float* BlockPool::k(BlockId id, int layer) {
+  SS_CHECK(cfg_.type == GgmlType::F32);
+  return reinterpret_cast<float*>(base(id, layer));
+}
+
+float* BlockPool::v(BlockId id, int layer) {
+  SS_CHECK(cfg_.type == GgmlType::F32);
+  return reinterpret_cast<float*>(base(id, layer) + layer_half_);
+}
+
+KvHeadView BlockPool::head_view(BlockId id, int layer, int elem0) const {
+  const uint8_t* b = const_cast<BlockPool*>(this)->base(id, layer);
+  return KvHeadView{cfg_.type, b, b + layer_half_, cfg_.block_tokens, row_bytes_, elem0};
+}
+
 void BlockPool::store(BlockId id, int layer, int offset, const float* k_row, const float* v_row) {
-  SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
-  float* k_col = k(id, layer) + offset;
-  for (int d = 0; d < cfg_.kv_dim; ++d) k_col[static_cast<size_t>(d) * cfg_.block_tokens] = k_row[d];
-  std::copy(v_row, v_row + cfg_.kv_dim, v(id, layer) + static_cast<size_t>(offset) * cfg_.kv_dim);
+  store_part(id, layer, offset, 0, cfg_.kv_dim, k_row, v_row);
+}
+
+void BlockPool::store_part(BlockId id, int layer, int offset, int elem0, int n, const float* k_in, const float* v_in) {
+  SS_CHECK(offset >= 0 && offset < cfg_.block_tokens && elem0 >= 0 && n >= 0 && elem0 + n <= cfg_.kv_dim);
+  uint8_t* kb = base(id, layer);
+  uint8_t* vb = kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_;
+  if (kv_k_dim_major(cfg_.type)) {
+    const size_t es = elem_bytes();
+    for (int d = 0; d < n; ++d)
+      quantize_row(cfg_.type, k_in + d,
+                   kb + (static_cast<size_t>(elem0 + d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es, 1);
+    quantize_row(cfg_.type, v_in, vb + static_cast<size_t>(elem0) * es, n);
+  } else {
+    SS_CHECK_MSG(elem0 % 32 == 0 && n % 32 == 0, "quantized KV rows are written in whole blocks");
+    const size_t skip = ::ss::row_bytes(cfg_.type, elem0);
+    quantize_row(cfg_.type, k_in, kb + static_cast<size_t>(offset) * row_bytes_ + skip, n);
+    quantize_row(cfg_.type, v_in, vb + skip, n);
+  }
 }
 
 void BlockPool::load(BlockId id, int layer, int offset, float* k_row, float* v_row) const {
-  SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
-  const float* k_col = k(id, layer) + offset;
-  for (int d = 0; d < cfg_.kv_dim; ++d) k_row[d] = k_col[static_cast<size_t>(d) * cfg_.block_tokens];
-  const float* v_src = v(id, layer) + static_cast<size_t>(offset) * cfg_.kv_dim;
-  std::copy(v_src, v_src + cfg_.kv_dim, v_row);
+  std::vector<uint8_t> raw(2 * row_bytes_);
+  load_raw(id, layer, offset, raw.data(), raw.data() + row_bytes_);
+  dequantize_row(cfg_.type, raw.data(), k_row, cfg_.kv_dim);
+  dequantize_row(cfg_.type, raw.data() + row_bytes_, v_row, cfg_.kv_dim);
 }
 
-float* BlockPool::base(BlockId id, int layer) {
+void BlockPool::load_raw(BlockId id, int layer, int offset, uint8_t* k_row, uint8_t* v_row) const {
+  SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
+  const uint8_t* kb = const_cast<BlockPool*>(this)->base(id, layer);
+  if (kv_k_dim_major(cfg_.type)) {
+    const size_t es = elem_bytes();
+    for (int d = 0; d < cfg_.kv_dim; ++d)
+      std::memcpy(k_row + static_cast<size_t>(d) * es,
+                  kb + (static_cast<size_t>(d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es, es);
+  } else {
+    std::memcpy(k_row, kb + static_cast<size_t>(offset) * row_bytes_, row_bytes_);
+  }
+  std::memcpy(v_row, kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, row_bytes_);
+}
+
+void BlockPool::store_raw(BlockId id, int layer, int offset, const uint8_t* k_row, const uint8_t* v_row) {
+  SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
+  uint8_t* kb = base(id, layer);
+  if (kv_k_dim_major(cfg_.type)) {
+    const size_t es = elem_bytes();
+    for (int d = 0; d < cfg_.kv_dim; ++d)
+      std::memcpy(kb + (static_cast<size_t>(d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es,
+                  k_row + static_cast<size_t>(d) * es, es);
+  } else {
+    std::memcpy(kb + static_cast<size_t>(offset) * row_bytes_, k_row, row_bytes_);
+  }
+  std::memcpy(kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, v_row, row_bytes_);
+}
+
+uint8_t* BlockPool::base(BlockId id, int layer) {
   SS_CHECK(id >= 0 && id < cfg_.n_blocks && layer >= 0 && layer < cfg_.n_layers);
-  return data_ + static_cast<size_t>(id) * block_floats_ + static_cast<size_t>(layer) * 2 * layer_half_;
+  return data_ + static_cast<size_t>(id) * block_bytes_ + static_cast<size_t>(layer) * 2 * layer_half_;
 }
 
 }  // namespace ss

@@ -4,10 +4,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
+
 
 #include "ops/clones.h"
 #include "ops/fast_exp.h"
 #include "ops/lanes.h"
+#include "util/check.h"
+#include "util/fp16.h"
 
 namespace ss {
 
@@ -25,6 +29,72 @@ SS_ALWAYS_INLINE Lanes load_lanes(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
+
+typedef float Eight __attribute__((vector_size(8 * sizeof(float))));
+
+SS_ALWAYS_INLINE Eight load8(const float* p) {
+  Eight v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// IEEE half bits (widened to 32-bit lanes) to float, exactly: the exponent
+// and mantissa shifted into float position are a float 2^-112 times the
+// value (normals and subnormals alike), infinities and NaNs keep all ones.
+template <class F, class U>
+SS_ALWAYS_INLINE F half_bits_to_float(U w) {
+  const U em = (w & 0x7fffu) << 13;
+  U bits = __builtin_bit_cast(U, __builtin_bit_cast(F, em) * 0x1p112f);
+  bits = (w & 0x7c00u) == 0x7c00u ? (em | 0x7f800000u) : bits;
+  return __builtin_bit_cast(F, bits | ((w & 0x8000u) << 16));
+}
+
+// How a cache element type is read: 16 or 8 consecutive elements into float
+// lanes, or one.
+struct F32Elems {
+  using T = float;
+  static SS_ALWAYS_INLINE Lanes load16(const T* p) { return load_lanes(p); }
+  static SS_ALWAYS_INLINE Eight load8(const T* p) { return ::ss::load8(p); }
+  static SS_ALWAYS_INLINE float one(const T* p) { return *p; }
+};
+// Half floats by the exact bit conversion above (the clones cannot inline
+// F16C intrinsics: ops/clones.h).
+struct F16Elems {
+  using T = uint16_t;
+  typedef uint16_t H16 __attribute__((vector_size(16 * sizeof(uint16_t))));
+  typedef uint16_t H8 __attribute__((vector_size(8 * sizeof(uint16_t))));
+  typedef uint32_t U16 __attribute__((vector_size(16 * sizeof(uint32_t))));
+  typedef uint32_t U8 __attribute__((vector_size(8 * sizeof(uint32_t))));
+  static SS_ALWAYS_INLINE Lanes load16(const T* p) {
+    H16 h;
+    std::memcpy(&h, p, sizeof h);
+    return half_bits_to_float<Lanes>(__builtin_convertvector(h, U16));
+  }
+  static SS_ALWAYS_INLINE Eight load8(const T* p) {
+    H8 h;
+    std::memcpy(&h, p, sizeof h);
+    return half_bits_to_float<Eight>(__builtin_convertvector(h, U8));
+  }
+  static SS_ALWAYS_INLINE float one(const T* p) { return fp16_to_fp32(*p); }
+};
+struct BF16Elems {
+  using T = uint16_t;
+  using H16 = F16Elems::H16;
+  using H8 = F16Elems::H8;
+  using U16 = F16Elems::U16;
+  using U8 = F16Elems::U8;
+  static SS_ALWAYS_INLINE Lanes load16(const T* p) {
+    H16 h;
+    std::memcpy(&h, p, sizeof h);
+    return __builtin_bit_cast(Lanes, __builtin_convertvector(h, U16) << 16);
+  }
+  static SS_ALWAYS_INLINE Eight load8(const T* p) {
+    H8 h;
+    std::memcpy(&h, p, sizeof h);
+    return __builtin_bit_cast(Eight, __builtin_convertvector(h, U8) << 16);
+  }
+  static SS_ALWAYS_INLINE float one(const T* p) { return bf16_to_fp32(*p); }
+};
 
 // Horizontal max / sum as a fixed halving tree (order fixed, so results do
 // not depend on the clone).
@@ -47,26 +117,27 @@ SS_ALWAYS_INLINE float lanes_sum(Lanes t) {
 // s[r] = scale * sum_d q[d] * k_cols[d*col_stride + r] for the kChunk keys
 // from k_cols; four interleaved sums over d keep the FMA chains short for big
 // heads.
-template <int HD>
-SS_ALWAYS_INLINE Lanes chunk_scores(const float* q, const float* k_cols, int col_stride, int hd_runtime, float scale) {
+template <int HD, class E = F32Elems>
+SS_ALWAYS_INLINE Lanes chunk_scores(const float* q, const typename E::T* k_cols, int col_stride, int hd_runtime,
+                                    float scale) {
   const int hd = HD > 0 ? HD : hd_runtime;
   Lanes a[4] = {};
   int d = 0;
   for (; d + 4 <= hd; d += 4)
-    for (int j = 0; j < 4; ++j) a[j] += q[d + j] * load_lanes(k_cols + static_cast<long>(d + j) * col_stride);
-  for (; d < hd; ++d) a[0] += q[d] * load_lanes(k_cols + static_cast<long>(d) * col_stride);
+    for (int j = 0; j < 4; ++j) a[j] += q[d + j] * E::load16(k_cols + static_cast<long>(d + j) * col_stride);
+  for (; d < hd; ++d) a[0] += q[d] * E::load16(k_cols + static_cast<long>(d) * col_stride);
   return ((a[0] + a[1]) + (a[2] + a[3])) * scale;
 }
 
 // chunk_scores for NH heads at once (q [NH][hd]): each K row is loaded once
 // for all of them, and the NH sums are the independent chains.
-template <int HD, int NH>
-SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const float* k_cols, int col_stride, int hd_runtime,
+template <int HD, int NH, class E = F32Elems>
+SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const typename E::T* k_cols, int col_stride, int hd_runtime,
                                          float scale, Lanes* out) {
   const int hd = HD > 0 ? HD : hd_runtime;
   Lanes a[NH] = {};
   for (int d = 0; d < hd; ++d) {
-    const Lanes k = load_lanes(k_cols + static_cast<long>(d) * col_stride);
+    const Lanes k = E::load16(k_cols + static_cast<long>(d) * col_stride);
     for (int h = 0; h < NH; ++h) a[h] += q[h * hd + d] * k;
   }
   for (int h = 0; h < NH; ++h) out[h] = a[h] * scale;
@@ -172,20 +243,12 @@ void attn_online_init(int g, int hd, float* m, float* l, float* acc) {
 }
 
 namespace {
-typedef float Eight __attribute__((vector_size(8 * sizeof(float))));
-
-SS_ALWAYS_INLINE Eight load8(const float* p) {
-  Eight v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 // acc[h*hd + d] += sum_r p[h*kChunk + r] * v_rows[r*v_stride + d], r < n.
 // Heads a multiple of 8 wide: the sums stay in 8-lane registers, split in up
 // to four interleaved partial sums so consecutive keys do not wait on each
 // other's multiply-add (small heads); other sizes: plain loops.
-template <int HD>
-SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_rows, int v_stride, int n, int hd,
+template <int HD, class E = F32Elems>
+SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const typename E::T* v_rows, int v_stride, int n, int hd,
                                        float* __restrict__ acc) {
   if constexpr (HD > 0 && HD % kChunk == 0) {
     // Heads a multiple of 16 wide: each V row is loaded once for a block of
@@ -197,7 +260,7 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_row
       Lanes part[NH][NV] = {};
       for (int r = 0; r < n; ++r) {
         Lanes v[NV];
-        for (int j = 0; j < NV; ++j) v[j] = load_lanes(v_rows + static_cast<long>(r) * v_stride + kChunk * j);
+        for (int j = 0; j < NV; ++j) v[j] = E::load16(v_rows + static_cast<long>(r) * v_stride + kChunk * j);
         for (int h = 0; h < NH; ++h) {
           if (h >= nh) break;
           const float pr = p[(h0 + h) * kChunk + r];
@@ -221,9 +284,9 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_row
       for (; r + C <= n; r += C)
         for (int c = 0; c < C; ++c)
           for (int j = 0; j < NV; ++j)
-            part[c][j] += ph[r + c] * load8(v_rows + static_cast<long>(r + c) * v_stride + 8 * j);
+            part[c][j] += ph[r + c] * E::load8(v_rows + static_cast<long>(r + c) * v_stride + 8 * j);
       for (; r < n; ++r)
-        for (int j = 0; j < NV; ++j) part[0][j] += ph[r] * load8(v_rows + static_cast<long>(r) * v_stride + 8 * j);
+        for (int j = 0; j < NV; ++j) part[0][j] += ph[r] * E::load8(v_rows + static_cast<long>(r) * v_stride + 8 * j);
       float* a = acc + h * HD;
       for (int j = 0; j < NV; ++j) {
         Eight sum = part[0][j];
@@ -234,14 +297,71 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_row
     }
   } else {
     for (int r = 0; r < n; ++r) {
-      const float* __restrict__ v = v_rows + static_cast<long>(r) * v_stride;
+      const typename E::T* __restrict__ v = v_rows + static_cast<long>(r) * v_stride;
       for (int h = 0; h < g; ++h) {
         const float pr = p[h * kChunk + r];
         float* __restrict__ a = acc + h * hd;
-        for (int d = 0; d < hd; ++d) a[d] += pr * v[d];
+        for (int d = 0; d < hd; ++d) a[d] += pr * E::one(v + d);
       }
     }
   }
+}
+
+// Lanes [lo, hi) of a chunk: one unsigned compare of lane - lo against the
+// count. (A macro: GCC 12 fails on a function returning the compare.)
+typedef uint32_t LaneIndex __attribute__((vector_size(sizeof(Lanes))));
+#define SS_LANES_BETWEEN(lo, hi)                                                             \
+  ((LaneIndex{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} - static_cast<uint32_t>(lo)) < \
+   static_cast<uint32_t>((hi) - (lo)))
+
+// One online-softmax step of head h over a chunk's scores (lanes outside
+// [lo, hi) are ignored): scoring shapes them, the running max and sum move,
+// the head's accumulator is rescaled, and the chunk's probabilities go to p.
+SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int hd, const AttnScoring* scoring,
+                                  float* m, float* l, float* __restrict__ acc, float* __restrict__ p_out) {
+  const LaneInts valid = SS_LANES_BETWEEN(lo, hi);
+  if (scoring) {
+    if (const float cap = scoring->softcap; cap > 0)
+      for (int r = 0; r < kChunk; ++r) sc[r] = cap * std::tanh(sc[r] / cap);
+    if (scoring->slopes) {
+      const Lanes lane_f = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+      sc += scoring->slopes[h] * (lane_f + (scoring->col0 + static_cast<float>(r0)));
+    }
+  }
+  sc = valid ? sc : Lanes{} - INFINITY;
+  const float mx = std::max(lanes_max(sc), m[h]);
+  // The first chunk has m = -inf: nothing to rescale.
+  const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
+  const Lanes p = valid ? exp_nonpositive(sc - mx) : Lanes{};
+  std::memcpy(p_out, &p, sizeof p);
+  m[h] = mx;
+  l[h] = l[h] * corr + lanes_sum(p);
+  if (corr != 1.0f) {
+    float* __restrict__ a = acc + h * hd;
+    for (int d = 0; d < hd; ++d) a[d] *= corr;
+  }
+}
+
+
+// Scores of head h over one chunk of dimension-major K columns. Groups of
+// four or more heads score four at a time (block keeps the other three
+// until their turn), fewer one by one with four chains each.
+template <int HD, class E>
+SS_ALWAYS_INLINE Lanes head_chunk_scores(const float* q, int g, int h, const typename E::T* kc, int kc_stride, int hd,
+                                         float scale, Lanes* block) {
+  if (g < 4) return chunk_scores<HD, E>(q + h * hd, kc, kc_stride, hd, scale);
+  if (h % 4 == 0) {
+    const int nh = g - h < 4 ? g - h : 4;
+    if (nh == 4)
+      chunk_scores_heads<HD, 4, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nh == 3)
+      chunk_scores_heads<HD, 3, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nh == 2)
+      chunk_scores_heads<HD, 2, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else
+      chunk_scores_heads<HD, 1, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+  }
+  return block[h % 4];
 }
 
 // HD > 0: the head size is a compile-time constant, so the per-key loops
@@ -249,104 +369,216 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const float* v_row
 // chunks of kChunk lanes aligned to the start of the columns: scores across
 // the chunk's lanes for each query head (lanes outside [first, first +
 // count) read but masked to -inf), then one online-softmax step per head,
-// then the valid lanes' V rows, each read once for the whole group.
-template <int HD>
-SS_ALWAYS_INLINE void online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows,
-                                    int v_stride, int first, int count, int hd_runtime, float scale, float* m, float* l,
-                                    float* __restrict__ acc, float* __restrict__ scratch, const AttnScoring* scoring) {
+// then the valid lanes' V rows, each read once for the whole group. E: the
+// cache's element type, converted to float as it is loaded.
+template <int HD, class E>
+SS_ALWAYS_INLINE void online_update(const float* q, int g, const typename E::T* k_cols, int col_stride,
+                                    const typename E::T* v_rows, int v_stride, int first, int count, int hd_runtime,
+                                    float scale, float* m, float* l, float* __restrict__ acc,
+                                    float* __restrict__ scratch, const AttnScoring* scoring) {
   const int hd = HD > 0 ? HD : hd_runtime;
   const int end = first + count;
   for (int r0 = first - first % kChunk; r0 < end; r0 += kChunk) {
     const int lo = std::max(first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
-    const float* kc = k_cols + r0;
-    int kc_stride = col_stride;
-    if (r0 + kChunk > col_stride) {
-      // The chunk's lanes run past the columns: copy the valid ones out, so
-      // no lane reads past them.
-      float* __restrict__ pad = scratch + g * kChunk;
+    const typename E::T* kc = k_cols + r0;
+    // The chunk's lanes run past the columns: the valid ones are copied out
+    // (as floats), so no lane reads past them.
+    const bool padded = r0 + kChunk > col_stride;
+    float* __restrict__ pad = scratch + g * kChunk;
+    if (padded)
       for (int d = 0; d < hd; ++d)
         for (int r = 0; r < kChunk; ++r)
-          pad[d * kChunk + r] = r >= lo && r < hi ? kc[static_cast<long>(d) * col_stride + r] : 0.0f;
-      kc = pad;
-      kc_stride = kChunk;
-    }
-    // Lanes [lo, hi): one unsigned compare of lane - lo against the count.
-    typedef uint32_t LaneIndex __attribute__((vector_size(sizeof(Lanes))));
-    const LaneIndex lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    const LaneInts valid = (lane - static_cast<uint32_t>(lo)) < static_cast<uint32_t>(hi - lo);
+          pad[d * kChunk + r] = r >= lo && r < hi ? E::one(kc + static_cast<long>(d) * col_stride + r) : 0.0f;
     Lanes block[4];
     for (int h = 0; h < g; ++h) {
-      // Groups of four or more heads score four at a time, fewer one by one
-      // with four chains each.
-      Lanes sc;
-      if (g >= 4) {
-        if (h % 4 == 0) {
-          const int nh = g - h < 4 ? g - h : 4;
-          if (nh == 4)
-            chunk_scores_heads<HD, 4>(q + h * hd, kc, kc_stride, hd, scale, block);
-          else if (nh == 3)
-            chunk_scores_heads<HD, 3>(q + h * hd, kc, kc_stride, hd, scale, block);
-          else if (nh == 2)
-            chunk_scores_heads<HD, 2>(q + h * hd, kc, kc_stride, hd, scale, block);
-          else
-            chunk_scores_heads<HD, 1>(q + h * hd, kc, kc_stride, hd, scale, block);
-        }
-        sc = block[h % 4];
-      } else {
-        sc = chunk_scores<HD>(q + h * hd, kc, kc_stride, hd, scale);
-      }
-      if (scoring) {
-        if (const float cap = scoring->softcap; cap > 0)
-          for (int r = 0; r < kChunk; ++r) sc[r] = cap * std::tanh(sc[r] / cap);
-        if (scoring->slopes) {
-          const Lanes lane_f = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-          sc += scoring->slopes[h] * (lane_f + (scoring->col0 + static_cast<float>(r0)));
-        }
-      }
-      sc = valid ? sc : Lanes{} - INFINITY;
-      const float mx = std::max(lanes_max(sc), m[h]);
-      // The first chunk has m = -inf: nothing to rescale.
-      const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
-      const Lanes p = valid ? exp_nonpositive(sc - mx) : Lanes{};
-      std::memcpy(scratch + h * kChunk, &p, sizeof p);
-      m[h] = mx;
-      l[h] = l[h] * corr + lanes_sum(p);
-      if (corr != 1.0f) {
-        float* __restrict__ a = acc + h * hd;
-        for (int d = 0; d < hd; ++d) a[d] *= corr;
-      }
+      const Lanes sc = padded ? head_chunk_scores<HD, F32Elems>(q, g, h, pad, kChunk, hd, scale, block)
+                              : head_chunk_scores<HD, E>(q, g, h, kc, col_stride, hd, scale, block);
+      online_step(sc, lo, hi, h, r0, hd, scoring, m, l, acc, scratch + h * kChunk);
     }
-    accumulate_chunk<HD>(scratch + lo, g, v_rows + static_cast<long>(r0 + lo) * v_stride, v_stride, hi - lo, hd, acc);
+    accumulate_chunk<HD, E>(scratch + lo, g, v_rows + static_cast<long>(r0 + lo) * v_stride, v_stride, hi - lo, hd,
+                            acc);
   }
 }
+
+// n elements from element e0 of a row of ggml blocks (Q8_0 or Q4_0) into out.
+template <GgmlType QT>
+SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
+  constexpr int kBytes = QT == GgmlType::Q8_0 ? 2 + kQ8_0Block : kQ4_0Bytes;
+  for (int i = 0; i < n;) {
+    const int e = e0 + i, j0 = e % 32, take = std::min(32 - j0, n - i);
+    const uint8_t* blk = row + static_cast<long>(e / 32) * kBytes;
+    uint16_t dh;
+    std::memcpy(&dh, blk, 2);
+    const float d = fp16_to_fp32(dh);
+    const uint8_t* qs = blk + 2;
+    if constexpr (QT == GgmlType::Q8_0) {
+      for (int j = 0; j < take; ++j) out[i + j] = d * static_cast<float>(static_cast<int8_t>(qs[j0 + j]));
+    } else {
+      for (int j = 0; j < take; ++j) {
+        const int x = j0 + j;
+        const int nib = x < 16 ? qs[x] & 15 : qs[x - 16] >> 4;
+        out[i + j] = d * static_cast<float>(nib - 8);
+      }
+    }
+    i += take;
+  }
+}
+
+// Keys stored token-major in ggml blocks: each key's head slice is decoded
+// once (into registers for the fixed head sizes) and dotted with the g query
+// heads; the softmax step and the V side are as for the float types.
+template <int HD, GgmlType QT>
+SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* k_rows, const uint8_t* v_rows,
+                                          size_t row_bytes, int elem0, int first, int count, int hd_runtime,
+                                          float scale, float* m, float* l, float* __restrict__ acc,
+                                          float* __restrict__ scratch, const AttnScoring* scoring) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  float fixed[HD > 0 ? HD : 1];
+  float* __restrict__ row = HD > 0 ? fixed : scratch + g * kChunk;  // [hd]
+  const int end = first + count;
+  for (int r0 = first - first % kChunk; r0 < end; r0 += kChunk) {
+    const int lo = std::max(first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
+    for (int r = lo; r < hi; ++r) {
+      decode_quant<QT>(k_rows + static_cast<size_t>(r0 + r) * row_bytes, elem0, hd, row);
+      for (int h = 0; h < g; ++h) {
+        const float* qh = q + h * hd;
+        float s[4] = {};
+        int d = 0;
+        for (; d + 4 <= hd; d += 4)
+          for (int j = 0; j < 4; ++j) s[j] += qh[d + j] * row[d + j];
+        for (; d < hd; ++d) s[0] += qh[d] * row[d];
+        scratch[h * kChunk + r] = ((s[0] + s[1]) + (s[2] + s[3])) * scale;
+      }
+    }
+    for (int h = 0; h < g; ++h)
+      online_step(load_lanes(scratch + h * kChunk), lo, hi, h, r0, hd, scoring, m, l, acc, scratch + h * kChunk);
+    for (int r = lo; r < hi; ++r) {
+      decode_quant<QT>(v_rows + static_cast<size_t>(r0 + r) * row_bytes, elem0, hd, row);
+      for (int h = 0; h < g; ++h) {
+        const float p = scratch[h * kChunk + r];
+        float* __restrict__ a = acc + h * hd;
+        for (int d = 0; d < hd; ++d) a[d] += p * row[d];
+      }
+    }
+  }
+}
+
+// The compile-time head sizes the kernels unroll for; others run the general loops.
+#define SS_BY_HEAD_SIZE(hd, CALL) \
+  switch (hd) {                   \
+    case 8:                       \
+      return CALL(8);             \
+    case 16:                      \
+      return CALL(16);            \
+    case 32:                      \
+      return CALL(32);            \
+    case 64:                      \
+      return CALL(64);            \
+    case 128:                     \
+      return CALL(128);           \
+    default:                      \
+      return CALL(0);             \
+  }
 
 SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
                                            const float* v_rows, int v_stride, int first, int count, int hd, float scale,
                                            float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring) {
-#define SS_ONLINE(HD) \
-  online_update<HD>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, scoring)
-  switch (hd) {
-    case 8:
-      return SS_ONLINE(8);
-    case 16:
-      return SS_ONLINE(16);
-    case 32:
-      return SS_ONLINE(32);
-    case 64:
-      return SS_ONLINE(64);
-    case 128:
-      return SS_ONLINE(128);
-    default:
-      return SS_ONLINE(0);
-  }
+#define SS_ONLINE(HD)                                                                                                 \
+  online_update<HD, F32Elems>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, \
+                              scoring)
+  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
 #undef SS_ONLINE
 }
+
+SS_CLONE_IMPL void attn_online_update_kv_clone_impl(const float* q, int g, const KvHeadView& kv, int first, int count,
+                                              int hd, float scale, float* m, float* l, float* acc, float* scratch,
+                                              const AttnScoring* sc) {
+  const auto* k8 = static_cast<const uint8_t*>(kv.k);
+  const auto* v8 = static_cast<const uint8_t*>(kv.v);
+  const long kc = static_cast<long>(kv.elem0) * kv.col_stride;
+  switch (kv.type) {
+    case GgmlType::F32: {
+      const auto* k = reinterpret_cast<const float*>(k8) + kc;
+      const auto* v = reinterpret_cast<const float*>(v8) + kv.elem0;
+      const int vs = static_cast<int>(kv.row_bytes / sizeof(float));
+#define SS_ONLINE(HD) online_update<HD, F32Elems>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
+      SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+#undef SS_ONLINE
+    }
+    case GgmlType::F16:
+    case GgmlType::BF16: {
+      const auto* k = reinterpret_cast<const uint16_t*>(k8) + kc;
+      const auto* v = reinterpret_cast<const uint16_t*>(v8) + kv.elem0;
+      const int vs = static_cast<int>(kv.row_bytes / sizeof(uint16_t));
+#define SS_ONLINE(HD) online_update<HD, E>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
+      if (kv.type == GgmlType::F16) {
+        using E = F16Elems;
+        SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+      } else {
+        using E = BF16Elems;
+        SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+      }
+#undef SS_ONLINE
+    }
+    case GgmlType::Q8_0:
+#define SS_ONLINE(HD) \
+  online_update_quant<HD, GgmlType::Q8_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, scratch, sc)
+      SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+#undef SS_ONLINE
+    case GgmlType::Q4_0:
+#define SS_ONLINE(HD) \
+  online_update_quant<HD, GgmlType::Q4_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, scratch, sc)
+      SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+#undef SS_ONLINE
+    default:
+      break;
+  }
+}
+#undef SS_BY_HEAD_SIZE
 }  // namespace
 
 SS_CLONED(void, attn_online_update,
           (const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride, int first,
            int count, int hd, float scale, float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring),
           (q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, scoring))
+
+namespace {
+SS_CLONED(void, attn_online_update_kv_clone,
+          (const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale, float* m, float* l,
+           float* acc, float* scratch, const AttnScoring* scoring),
+          (q, g, kv, first, count, hd, scale, m, l, acc, scratch, scoring))
+}  // namespace
+
+void attn_online_update_kv(const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale,
+                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring) {
+  SS_CHECK_MSG(kv_k_dim_major(kv.type) || kv.type == GgmlType::Q8_0 || kv.type == GgmlType::Q4_0,
+               "attention: unsupported KV cache type");
+  attn_online_update_kv_clone(q, g, kv, first, count, hd, scale, m, l, acc, scratch, scoring);
+}
+
+void kv_decode_head(const KvHeadView& kv, int first, int count, int hd, float* k_out, float* v_out) {
+  const auto* k8 = static_cast<const uint8_t*>(kv.k);
+  const auto* v8 = static_cast<const uint8_t*>(kv.v);
+  std::vector<float> row(static_cast<size_t>(kv.elem0 + hd + 32));
+  for (int r = 0; r < count; ++r) {
+    const int key = first + r;
+    if (kv_k_dim_major(kv.type)) {
+      const size_t es = kv.type == GgmlType::F32 ? 4 : 2;
+      for (int d = 0; d < hd; ++d)
+        dequantize_row(kv.type, k8 + (static_cast<size_t>(kv.elem0 + d) * kv.col_stride + key) * es,
+                       k_out + static_cast<size_t>(d) * count + r, 1);
+      dequantize_row(kv.type, v8 + static_cast<size_t>(key) * kv.row_bytes + kv.elem0 * es,
+                     v_out + static_cast<size_t>(r) * hd, hd);
+    } else {
+      // Whole blocks up to the head's end, then the head's slice.
+      const int n = (kv.elem0 + hd + 31) / 32 * 32;
+      dequantize_row(kv.type, k8 + static_cast<size_t>(key) * kv.row_bytes, row.data(), n);
+      for (int d = 0; d < hd; ++d) k_out[static_cast<size_t>(d) * count + r] = row[static_cast<size_t>(kv.elem0 + d)];
+      dequantize_row(kv.type, v8 + static_cast<size_t>(key) * kv.row_bytes, row.data(), n);
+      std::copy(row.begin() + kv.elem0, row.begin() + kv.elem0 + hd, v_out + static_cast<size_t>(r) * hd);
+    }
+  }
+}
 
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out) {
   for (int h = 0; h < g; ++h) {

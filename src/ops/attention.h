@@ -7,6 +7,10 @@
 // agree with each other and the twins within float rounding (FMA or not),
 // not bit for bit; on one CPU and cap, results do not depend on how keys
 // are split across calls into whole chunks or on thread count.
+#include <cstddef>
+
+#include "format/ggml_types.h"
+
 namespace ss {
 
 // Keys are scored kAttnChunk at a time (one vector's worth on AVX-512).
@@ -49,6 +53,31 @@ void attn_online_update(const float* q, int g, const float* k_cols, int col_stri
                         int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch,
                         const AttnScoring* scoring = nullptr);
 void attn_online_finish(int g, int hd, const float* l, const float* acc, float* out);
+
+// One KV head's keys and values in a block of a typed cache (F32, F16, BF16,
+// Q8_0, Q4_0). Float types keep K dimension-major (k: the block's K, element
+// (d, key r) at k[d * col_stride + r]); Q8_0/Q4_0 keep K token-major like V,
+// one row of ggml blocks of 32 per token (a block may span heads). V is
+// token-major for every type: row r at v + r * row_bytes. The head's first
+// element within a token's row (its first K dimension row) is elem0.
+struct KvHeadView {
+  GgmlType type = GgmlType::F32;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int col_stride = 0;   // K columns per dimension row (float types)
+  size_t row_bytes = 0; // bytes per token row (V; K of quantized types)
+  int elem0 = 0;
+};
+// Does this cache type keep K dimension-major?
+inline bool kv_k_dim_major(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+// attn_online_update over a typed block: each key and value element is
+// decoded in registers as it is read (no dequantised copy of the block).
+void attn_online_update_kv(const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale,
+                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring = nullptr);
+// The head's K and V elements of keys [first, first + count) as floats:
+// k_out [hd][count] (dimension-major), v_out [count][hd]. For the inspector
+// and the tests' twins.
+void kv_decode_head(const KvHeadView& kv, int first, int count, int hd, float* k_out, float* v_out);
 
 // softmax over x[0..n) and extra logits that take probability but are not
 // returned (sinks); in place.

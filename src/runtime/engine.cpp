@@ -38,7 +38,8 @@ RopeScaling rope_scaling(const RotaryConfig& r) {
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
     : model_(with_kernel_layouts(std::move(model), opts.act_quant)),
       opts_(opts),
-      pool_(BlockPoolConfig{opts.kv_blocks, opts.block_tokens, model_->config.full_layers(), model_->config.kv_dim()}),
+      pool_(BlockPoolConfig{opts.kv_blocks, opts.block_tokens, model_->config.full_layers(), model_->config.kv_dim(),
+                            opts.kv_type}),
       threads_(opts.threads) {
   SS_CHECK(opts.max_chunk > 0);
   const auto& c = config();
@@ -51,7 +52,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
   if (slots[kSliding] > 0)
     swa_pool_ = std::make_unique<BlockPool>(
         BlockPoolConfig{opts.sliding_kv_blocks > 0 ? opts.sliding_kv_blocks : opts.kv_blocks, opts.block_tokens,
-                        slots[kSliding], c.kv_dim()});
+                        slots[kSliding], c.kv_dim(), opts.kv_type});
   if (c.positions == PositionKind::Rope) {
     rope_style_ = c.rotaries[0].neox ? RopeStyle::Neox : RopeStyle::Interleaved;
     for (const auto& r : c.rotaries) {
@@ -99,26 +100,29 @@ SequenceKv* Engine::mutable_sequence(SeqId id) {
 }
 
 namespace {
-// K then V of each of the pool's layers for every index, appended to rows.
-void export_rows(const BlockPool& pool, const SequenceKv& kv, const std::vector<int64_t>& indices, int layers, int kvd,
-                 std::vector<float>& rows) {
+// K then V of each of the pool's layers for every index, appended to rows
+// as raw bytes of the pool's type.
+void export_rows(const BlockPool& pool, const SequenceKv& kv, const std::vector<int64_t>& indices, int layers,
+                 std::vector<uint8_t>& rows) {
+  const size_t rb = pool.row_bytes();
   for (int64_t u : indices) {
     const KvSlot s = kv.slot(u);
     for (int l = 0; l < layers; ++l) {
       const size_t at = rows.size();
-      rows.resize(at + 2 * static_cast<size_t>(kvd));
-      pool.load(s.block, l, s.offset, rows.data() + at, rows.data() + at + kvd);
+      rows.resize(at + 2 * rb);
+      pool.load_raw(s.block, l, s.offset, rows.data() + at, rows.data() + at + rb);
     }
   }
 }
 
-void import_rows(BlockPool& pool, const SequenceKv& kv, const std::vector<int64_t>& indices, int layers, int kvd,
-                 const float* src) {
+void import_rows(BlockPool& pool, const SequenceKv& kv, const std::vector<int64_t>& indices, int layers,
+                 const uint8_t* src) {
+  const size_t rb = pool.row_bytes();
   for (int64_t u : indices) {
     const KvSlot s = kv.slot(u);
     for (int l = 0; l < layers; ++l) {
-      pool.store(s.block, l, s.offset, src, src + kvd);
-      src += 2 * static_cast<size_t>(kvd);
+      pool.store_raw(s.block, l, s.offset, src, src + rb);
+      src += 2 * rb;
     }
   }
 }
@@ -129,17 +133,44 @@ SequenceState Engine::export_sequence(SeqId id) const {
   SequenceState st;
   st.policy = seq.kv[kFull]->policy();
   st.n_seen = seq.kv[kFull]->n_seen();
+  st.kv_type = pool_.type();
   st.indices = seq.kv[kFull]->resident();
-  export_rows(pool_, *seq.kv[kFull], st.indices, config().full_layers(), config().kv_dim(), st.rows);
+  export_rows(pool_, *seq.kv[kFull], st.indices, config().full_layers(), st.rows);
   if (swa_pool_)
     export_rows(*swa_pool_, *seq.kv[kSliding], sliding_resident(config().sliding_window(), st.n_seen),
-                swa_pool_layers(), config().kv_dim(), st.sliding_rows);
+                swa_pool_layers(), st.sliding_rows);
   return st;
 }
 
-Result<SeqId> Engine::import_sequence(const SequenceState& st) {
+std::vector<uint8_t> convert_kv_rows(const std::vector<uint8_t>& rows, GgmlType from, GgmlType to, int kv_dim) {
+  if (from == to) return rows;
+  const size_t in_b = row_bytes(from, kv_dim), out_b = row_bytes(to, kv_dim);
+  std::vector<uint8_t> out(rows.size() / in_b * out_b);
+  std::vector<float> f(static_cast<size_t>(kv_dim));
+  for (size_t r = 0; r < rows.size() / in_b; ++r) {
+    dequantize_row(from, rows.data() + r * in_b, f.data(), kv_dim);
+    quantize_row(to, f.data(), out.data() + r * out_b, kv_dim);
+  }
+  return out;
+}
+
+Result<SeqId> Engine::import_sequence(const SequenceState& in) {
   const auto& c = config();
-  const size_t per = 2 * static_cast<size_t>(c.kv_dim());
+  if (!kv_type_usable(in.kv_type, c.kv_dim()).ok()) return make_error("sequence state: bad KV type");
+  const SequenceState* use = &in;
+  SequenceState converted;
+  if (in.kv_type != pool_.type()) {
+    const size_t in_rb = row_bytes(in.kv_type, c.kv_dim());
+    if (in.rows.size() % in_rb != 0 || in.sliding_rows.size() % in_rb != 0)
+      return make_error("sequence state: row data does not match the model");
+    converted = in;
+    converted.kv_type = pool_.type();
+    converted.rows = convert_kv_rows(in.rows, in.kv_type, pool_.type(), c.kv_dim());
+    converted.sliding_rows = convert_kv_rows(in.sliding_rows, in.kv_type, pool_.type(), c.kv_dim());
+    use = &converted;
+  }
+  const SequenceState& st = *use;
+  const size_t per = 2 * pool_.row_bytes();
   const auto swa_indices = sliding_resident(c.sliding_window(), st.n_seen);
   if (st.rows.size() != st.indices.size() * per * static_cast<size_t>(c.full_layers()) ||
       st.sliding_rows.size() != swa_indices.size() * per * static_cast<size_t>(swa_pool_layers()))
@@ -152,9 +183,8 @@ Result<SeqId> Engine::import_sequence(const SequenceState& st) {
     free_sequence(id);
     return r.error();
   }
-  import_rows(pool_, *seq.kv[kFull], st.indices, c.full_layers(), c.kv_dim(), st.rows.data());
-  if (swa_pool_)
-    import_rows(*swa_pool_, *seq.kv[kSliding], swa_indices, swa_pool_layers(), c.kv_dim(), st.sliding_rows.data());
+  import_rows(pool_, *seq.kv[kFull], st.indices, c.full_layers(), st.rows.data());
+  if (swa_pool_) import_rows(*swa_pool_, *seq.kv[kSliding], swa_indices, swa_pool_layers(), st.sliding_rows.data());
   return id;
 }
 

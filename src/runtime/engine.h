@@ -35,21 +35,29 @@ struct EngineOptions {
   // A virtual sink: this logit joins every head's softmax denominator (a key
   // with zero value), on top of any learned sinks. 0 is softmax1.
   std::optional<float> sink_logit;
+  // Element type of both KV pools: F32, F16, BF16, Q8_0 or Q4_0 (check
+  // kv_type_usable for the model's kv_dim first).
+  GgmlType kv_type = GgmlType::F32;
 };
 
 using SeqId = int32_t;
 
 // A sequence's cache as plain data, for persistence: the resident text
 // indices and, per index, K then V of every full-attention layer
-// ([full layers][2][kv_dim]); then the sliding layers' own window (its
-// last min(n_seen, window - 1) indices, in order) the same way.
+// ([full layers][2] rows of kv_dim elements in kv_type, raw bytes); then the
+// sliding layers' own window (its last min(n_seen, window - 1) indices, in
+// order) the same way. Importing into an engine of another KV type converts
+// the rows (through float).
 struct SequenceState {
   KvPolicy policy;
   int64_t n_seen = 0;
+  GgmlType kv_type = GgmlType::F32;
   std::vector<int64_t> indices;
-  std::vector<float> rows;
-  std::vector<float> sliding_rows;  // [sliding_indices][sliding layers][2][kv_dim]
+  std::vector<uint8_t> rows;          // [indices][full layers][2][row_bytes(kv_type, kv_dim)]
+  std::vector<uint8_t> sliding_rows;  // [sliding_indices][sliding layers][2][row bytes]
 };
+// Rows of kv_dim elements from one KV type to another (through float).
+std::vector<uint8_t> convert_kv_rows(const std::vector<uint8_t>& rows, GgmlType from, GgmlType to, int kv_dim);
 
 // Text indices sliding layers of native window w hold between steps after
 // n_seen tokens (none when w == 0).

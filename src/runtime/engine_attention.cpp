@@ -83,9 +83,9 @@ void Engine::attention(int layer, const RoundBatch& b) {
             sc.slopes = alibi_slopes_.data() + kvh * group;
             sc.col0 = static_cast<float>(cp.k(first) - off - cp.q());
           }
-          attn_online_update(q, group, a.pool->k(blk, a.slot) + head_off * a.block_tokens, a.block_tokens,
-                             a.pool->v(blk, a.slot) + head_off, kvd, off, count, hd, a.scale, m.data(), l.data(),
-                             acc.data(), scratch.data(), alibi || sc.softcap > 0 ? &sc : nullptr);
+          attn_online_update_kv(q, group, a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), off, count, hd,
+                                a.scale, m.data(), l.data(), acc.data(), scratch.data(),
+                                alibi || sc.softcap > 0 ? &sc : nullptr);
         };
       };
       seq.for_each_run(0, n_sinks, visit(qsink));
@@ -102,7 +102,7 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
   const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const LayerAttentionSetup a = attention_setup(layer);
-  std::vector<float> scores, acc, extra;
+  std::vector<float> scores, acc, extra, kbuf, vbuf;
   for (int t = 0; t < b.T; ++t) {
     for (int h = 0; h < c.n_heads; ++h) {
       const SequenceKv& seq = *b.seq[t]->kv[a.group];
@@ -124,8 +124,11 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
       size_t j = 0;
       auto score_run = [&](const float* q) {
         return [&, q](BlockId blk, int off, int count, int64_t first) {
-          attn_scores(q, a.pool->k(blk, a.slot) + head_off * a.block_tokens + off, a.block_tokens, count, hd, a.scale,
-                      scores.data() + j);
+          kbuf.resize(static_cast<size_t>(count) * hd);
+          vbuf.resize(static_cast<size_t>(count) * hd);
+          kv_decode_head(a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), off, count, hd, kbuf.data(),
+                         vbuf.data());
+          attn_scores(q, kbuf.data(), count, count, hd, a.scale, scores.data() + j);
           if (const float cap = c.attn_softcap; cap > 0)
             for (int r = 0; r < count; ++r) scores[j + r] = cap * std::tanh(scores[j + r] / cap);
           if (c.positions == PositionKind::Alibi)
@@ -144,8 +147,11 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
       acc.assign(static_cast<size_t>(hd), 0.0f);
       j = 0;
       auto mix_run = [&](BlockId blk, int off, int count, int64_t) {
-        attn_accumulate(scores.data() + j, a.pool->v(blk, a.slot) + static_cast<size_t>(off) * kvd + head_off, kvd,
-                        count, hd, acc.data());
+        kbuf.resize(static_cast<size_t>(count) * hd);
+        vbuf.resize(static_cast<size_t>(count) * hd);
+        kv_decode_head(a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), off, count, hd, kbuf.data(),
+                       vbuf.data());
+        attn_accumulate(scores.data() + j, vbuf.data(), hd, count, hd, acc.data());
         j += static_cast<size_t>(count);
       };
       seq.for_each_run(0, n_sinks, mix_run);

@@ -19,6 +19,7 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
         eo.act_quant = opts.act_quant;
         eo.max_chunk = opts.max_chunk;
         eo.sink_logit = opts.sink_logit;
+        eo.kv_type = opts.kv_type;
         const int64_t ctx = model->config.trained_context;
         const int per = ::ss::blocks_per_sequence(opts.policy, ctx, eo.block_tokens, eo.max_chunk);
         eo.kv_blocks = opts.kv_blocks > 0 ? opts.kv_blocks : per * std::max(1, opts.max_batch);

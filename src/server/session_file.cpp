@@ -17,7 +17,10 @@ namespace ss {
 
 namespace {
 constexpr uint32_t kMagic = 0x564B5353;  // "SSKV"
-constexpr uint32_t kVersion = 2;
+// 3: the KV cache's element type, rows counted in bytes of that type.
+// 2: sliding layers' rows. 1: full layers only. (1 and 2 hold F32 rows,
+// counted in floats.)
+constexpr uint32_t kVersion = 3;
 
 uint64_t fnv1a(const uint8_t* p, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -62,6 +65,7 @@ std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerpri
   put(b, fp.n_vocab);
   put(b, fp.sliding_layers);
   put(b, fp.sliding_window);
+  put<uint32_t>(b, static_cast<uint32_t>(r.state.kv_type));
   put<uint32_t>(b, static_cast<uint32_t>(r.id.size()));
   b.insert(b.end(), r.id.begin(), r.id.end());
   put<uint8_t>(b, static_cast<uint8_t>(r.state.policy.kind));
@@ -77,11 +81,9 @@ std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerpri
   put<uint64_t>(b, r.state.indices.size());
   for (int64_t u : r.state.indices) put(b, u);
   put<uint64_t>(b, r.state.rows.size());
-  const auto* rp = reinterpret_cast<const uint8_t*>(r.state.rows.data());
-  b.insert(b.end(), rp, rp + r.state.rows.size() * sizeof(float));
+  b.insert(b.end(), r.state.rows.begin(), r.state.rows.end());
   put<uint64_t>(b, r.state.sliding_rows.size());
-  const auto* sp = reinterpret_cast<const uint8_t*>(r.state.sliding_rows.data());
-  b.insert(b.end(), sp, sp + r.state.sliding_rows.size() * sizeof(float));
+  b.insert(b.end(), r.state.sliding_rows.begin(), r.state.sliding_rows.end());
   put(b, fnv1a(b.data(), b.size()));
   return b;
 }
@@ -97,7 +99,7 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   ModelFingerprint got;
   if (!r.read(magic) || magic != kMagic) return make_error("not a sinkstream session file");
   // Version 1 (before sliding layers) is version 2 with none.
-  if (!r.read(version) || (version != kVersion && version != 1)) return make_error("unsupported session file version");
+  if (!r.read(version) || version < 1 || version > kVersion) return make_error("unsupported session file version");
   if (!r.read(got.n_layers) || !r.read(got.kv_dim) || !r.read(got.n_vocab)) return make_error("session file truncated");
   if (version >= 2 && (!r.read(got.sliding_layers) || !r.read(got.sliding_window)))
     return make_error("session file truncated");
@@ -105,6 +107,12 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
       got.sliding_layers != fp.sliding_layers || got.sliding_window != fp.sliding_window)
     return make_error("session was saved with a different model");
   SessionRecord s;
+  uint32_t type = 0;
+  if (version >= 3 && !r.read(type)) return make_error("session file truncated");
+  s.state.kv_type = static_cast<GgmlType>(type);
+  if (!kv_type_usable(s.state.kv_type, fp.kv_dim).ok()) return make_error("bad KV cache type in session file");
+  // Rows in bytes (version 3) or F32 rows in floats.
+  const uint64_t unit = version >= 3 ? 1 : 4;
   uint32_t id_len;
   if (!r.read(id_len) || id_len > 64 || !r.read_bytes(id_len, s.id) || !valid_session_id(s.id))
     return make_error("bad session id");
@@ -142,26 +150,24 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
         static_cast<int64_t>(i) < sinks ? static_cast<int64_t>(i) : w0 + (static_cast<int64_t>(i) - sinks);
     if (!r.read(s.state.indices[i]) || s.state.indices[i] != expect) return make_error("bad cache index");
   }
-  const uint64_t row_floats = 2 * static_cast<uint64_t>(fp.kv_dim);
-  if (!r.read(n) || n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * row_floats ||
-      n > r.remaining() / 4)
+  const uint64_t row_units = 2 * static_cast<uint64_t>(row_bytes(s.state.kv_type, fp.kv_dim)) / unit;
+  if (!r.read(n) || n != s.state.indices.size() * static_cast<uint64_t>(fp.n_layers) * row_units ||
+      n > r.remaining() / unit)
     return make_error("bad KV row count");
-  s.state.rows.resize(static_cast<size_t>(n));
   std::string raw;
-  r.read_bytes(static_cast<size_t>(n) * 4, raw);
-  if (n > 0) std::memcpy(s.state.rows.data(), raw.data(), raw.size());
+  r.read_bytes(static_cast<size_t>(n * unit), raw);
+  s.state.rows.assign(raw.begin(), raw.end());
   // The sliding layers' window: its last min(n_seen, window - 1) tokens.
   const uint64_t want_swa = static_cast<uint64_t>(sliding_resident(fp.sliding_window, n_seen).size()) *
-                            static_cast<uint64_t>(fp.sliding_layers) * row_floats;
+                            static_cast<uint64_t>(fp.sliding_layers) * row_units;
   if (version == 1) {
     n = 0;
   } else if (!r.read(n)) {
     return make_error("bad sliding KV row count");
   }
-  if (n != want_swa || n * 4 != r.remaining()) return make_error("bad sliding KV row count");
-  s.state.sliding_rows.resize(static_cast<size_t>(n));
-  r.read_bytes(static_cast<size_t>(n) * 4, raw);
-  if (n > 0) std::memcpy(s.state.sliding_rows.data(), raw.data(), raw.size());
+  if (n != want_swa || n * unit != r.remaining()) return make_error("bad sliding KV row count");
+  r.read_bytes(static_cast<size_t>(n * unit), raw);
+  s.state.sliding_rows.assign(raw.begin(), raw.end());
   return s;
 }
 

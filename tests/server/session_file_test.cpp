@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <functional>
 
 #include "test_paths.h"
@@ -19,9 +20,8 @@ SessionRecord sample(int turns) {
   r.state.policy = KvPolicy::sinks_window(2, 3);
   r.state.n_seen = 10;
   r.state.indices = {0, 1, 7, 8, 9};
-  r.state.rows.resize(5 * 2 * 2 * 4);
-  for (size_t i = 0; i < r.state.rows.size(); ++i)
-    r.state.rows[i] = static_cast<float>(i) * 0.5f + static_cast<float>(turns);
+  r.state.rows.resize(5 * 2 * 2 * 4 * sizeof(float));  // F32 rows, as bytes
+  for (size_t i = 0; i < r.state.rows.size(); ++i) r.state.rows[i] = static_cast<uint8_t>(i * 3 + turns);
   r.pending = {42};
   r.turns = turns;
   return r;
@@ -46,8 +46,8 @@ TEST(SessionFile, RoundTrip) {
 TEST(SessionFile, SlidingLayerRowsRoundTripAndAreCounted) {
   const ModelFingerprint fp{2, 4, 100, 3, 4};  // 3 sliding layers, window 4: last 3 tokens
   auto r = sample(2);
-  r.state.sliding_rows.resize(3 * 3 * 2 * 4);
-  for (size_t i = 0; i < r.state.sliding_rows.size(); ++i) r.state.sliding_rows[i] = -static_cast<float>(i);
+  r.state.sliding_rows.resize(3 * 3 * 2 * 4 * sizeof(float));
+  for (size_t i = 0; i < r.state.sliding_rows.size(); ++i) r.state.sliding_rows[i] = static_cast<uint8_t>(255 - i);
   auto d = decode_session(encode_session(r, fp), fp);
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->state.sliding_rows, r.state.sliding_rows);
@@ -55,6 +55,48 @@ TEST(SessionFile, SlidingLayerRowsRoundTripAndAreCounted) {
   EXPECT_FALSE(decode_session(encode_session(r, fp), kFp).ok());  // saved with another model
   r.state.sliding_rows.pop_back();
   EXPECT_FALSE(decode_session(encode_session(r, fp), fp).ok());
+}
+
+// The cache's element type travels with the rows (their size follows from
+// it); a type the model's rows cannot hold is refused.
+TEST(SessionFile, KvTypeTravelsWithTheRows) {
+  const ModelFingerprint fp{2, 32, 100};
+  auto r = sample(1);
+  r.state.kv_type = GgmlType::Q8_0;
+  r.state.rows.assign(5 * 2 * 2 * row_bytes(GgmlType::Q8_0, 32), 7);
+  auto d = decode_session(encode_session(r, fp), fp);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->state.kv_type, GgmlType::Q8_0);
+  EXPECT_EQ(d->state.rows, r.state.rows);
+  r.state.rows.pop_back();
+  EXPECT_FALSE(decode_session(encode_session(r, fp), fp).ok());
+  r = sample(1);  // kv_dim 4 cannot hold Q4_0's blocks of 32
+  r.state.kv_type = GgmlType::Q4_0;
+  r.state.rows.assign(5 * 2 * 2 * 2, 0);
+  EXPECT_FALSE(decode_session(encode_session(r, kFp), kFp).ok());
+}
+
+// Version 2 files (F32 rows counted in floats, no type field) still load.
+TEST(SessionFile, Version2FilesStillLoad) {
+  const auto r = sample(4);
+  auto b = encode_session(r, kFp);
+  b.resize(b.size() - 8);  // checksum
+  // Version 3 -> 2: drop the type field after the fingerprint (magic,
+  // version, five int32s), count rows in floats.
+  const size_t type_at = 4 + 4 + 5 * 4;
+  b.erase(b.begin() + static_cast<std::ptrdiff_t>(type_at), b.begin() + static_cast<std::ptrdiff_t>(type_at + 4));
+  const uint32_t v2 = 2;
+  std::memcpy(b.data() + 4, &v2, 4);
+  const size_t rows_at = b.size() - 8 - r.state.sliding_rows.size() - r.state.rows.size() - 8;
+  uint64_t n = r.state.rows.size() / sizeof(float);
+  std::memcpy(b.data() + rows_at, &n, 8);
+  uint64_t h = 1469598103934665603ull;  // fnv1a, as the file's checksum
+  for (uint8_t c : b) h = (h ^ c) * 1099511628211ull;
+  b.insert(b.end(), reinterpret_cast<uint8_t*>(&h), reinterpret_cast<uint8_t*>(&h) + 8);
+  auto d = decode_session(b, kFp);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->state.kv_type, GgmlType::F32);
+  EXPECT_EQ(d->state.rows, r.state.rows);
 }
 
 TEST(SessionFile, EveryTruncationAndBitFlipIsDetected) {
@@ -124,7 +166,7 @@ TEST(SessionFile, FieldsOutOfRangeAreErrorsEvenWithAValidChecksum) {
   bad(
       [](SessionRecord& r) {
         r.state.indices = {0, 1, 7, 8};
-        r.state.rows.resize(4 * 2 * 2 * 4);
+        r.state.rows.resize(4 * 2 * 2 * 4 * sizeof(float));
       },
       "a window token missing");
   bad([](SessionRecord& r) { r.state.n_seen = 11; }, "indices that do not follow n_seen");

@@ -1,0 +1,138 @@
+// The fused attention over typed KV blocks (F32, F16, BF16, Q8_0, Q4_0),
+// in every clone the CPU and the cap allow, against a twin that dequantizes
+// whole rows with format/'s dequantize_row and runs the scalar two-pass
+// attention. Odd head sizes and heads that straddle Q8_0/Q4_0 blocks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "cpu_levels.h"
+#include "ops/attention.h"
+
+namespace ss {
+namespace {
+
+// One block of `bt` tokens, rows kv_dim wide, in `type`'s layout
+// (attention.h's KvHeadView), filled from random floats.
+struct TypedBlock {
+  GgmlType type;
+  int bt, kv_dim;
+  size_t row_bytes;
+  std::vector<uint8_t> k, v;
+  std::vector<float> k_f, v_f;  // [bt][kv_dim]: what the block holds, dequantized by format/
+
+  TypedBlock(GgmlType t, int tokens, int dim, std::mt19937& rng) : type(t), bt(tokens), kv_dim(dim) {
+    std::uniform_real_distribution<float> u(-2, 2);
+    row_bytes = ::ss::row_bytes(t, dim);
+    std::vector<float> kr(static_cast<size_t>(dim)), vr(kr.size());
+    k.assign(row_bytes * static_cast<size_t>(bt), 0);
+    v.assign(row_bytes * static_cast<size_t>(bt), 0);
+    k_f.resize(static_cast<size_t>(bt) * dim);
+    v_f.resize(k_f.size());
+    const size_t es = kv_k_dim_major(t) ? row_bytes / static_cast<size_t>(dim) : 0;
+    for (int r = 0; r < bt; ++r) {
+      for (int d = 0; d < dim; ++d) {
+        kr[static_cast<size_t>(d)] = u(rng);
+        vr[static_cast<size_t>(d)] = u(rng);
+      }
+      std::vector<uint8_t> krow(row_bytes);
+      quantize_row(t, kr.data(), krow.data(), dim);
+      quantize_row(t, vr.data(), v.data() + static_cast<size_t>(r) * row_bytes, dim);
+      dequantize_row(t, krow.data(), k_f.data() + static_cast<size_t>(r) * dim, dim);
+      dequantize_row(t, v.data() + static_cast<size_t>(r) * row_bytes, v_f.data() + static_cast<size_t>(r) * dim, dim);
+      if (es == 0) {
+        std::copy(krow.begin(), krow.end(), k.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * row_bytes));
+      } else {  // dimension-major: element (d, r) at d * bt + r
+        for (int d = 0; d < dim; ++d)
+          std::copy_n(krow.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(d) * es), es,
+                      k.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(d) * bt + r) * es));
+      }
+    }
+  }
+  KvHeadView view(int elem0) const { return KvHeadView{type, k.data(), v.data(), bt, row_bytes, elem0}; }
+};
+
+constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
+
+void check_TypedBlocksMatchDequantizedTwin() {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (GgmlType type : kTypes)
+    for (int hd : {8, 13, 16, 40, 64, 128})
+      for (int g : {1, 3, 4}) {
+        const int heads = 3;
+        const int kv_dim = (hd * heads + 31) / 32 * 32;  // quantized rows: whole blocks; heads straddle them
+        for (int bt : {7, 16, 37}) {
+          const TypedBlock blk(type, bt, kv_dim, rng);
+          for (int head = 0; head < heads; ++head) {
+            const int elem0 = head * hd;
+            std::vector<float> q(static_cast<size_t>(g) * hd);
+            for (auto& x : q) x = u(rng);
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+                scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
+            attn_online_init(g, hd, m.data(), l.data(), acc.data());
+            // Uneven runs over the block's keys, as the paged cache's walk gives them.
+            for (int r0 = 0; r0 < bt;) {
+              const int count = std::min(bt - r0, 1 + (r0 * 5) % 11);
+              attn_online_update_kv(q.data(), g, blk.view(elem0), r0, count, hd, scale, m.data(), l.data(),
+                                    acc.data(), scratch.data());
+              r0 += count;
+            }
+            attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+            // Twin: the dequantized rows, dimension-major K, two-pass softmax.
+            std::vector<float> kc(static_cast<size_t>(hd) * bt), vr(static_cast<size_t>(bt) * hd);
+            for (int r = 0; r < bt; ++r)
+              for (int d = 0; d < hd; ++d) {
+                kc[static_cast<size_t>(d) * bt + r] = blk.k_f[static_cast<size_t>(r) * kv_dim + elem0 + d];
+                vr[static_cast<size_t>(r) * hd + d] = blk.v_f[static_cast<size_t>(r) * kv_dim + elem0 + d];
+              }
+            std::vector<float> kd(kc.size()), vd(vr.size());
+            kv_decode_head(blk.view(elem0), 0, bt, hd, kd.data(), vd.data());
+            ASSERT_EQ(kd, kc) << type_name(static_cast<uint32_t>(type));
+            ASSERT_EQ(vd, vr);
+            for (int h = 0; h < g; ++h) {
+              std::vector<float> p(static_cast<size_t>(bt)), want(static_cast<size_t>(hd), 0.0f);
+              attn_scores_scalar(q.data() + h * hd, kc.data(), bt, bt, hd, scale, p.data());
+              softmax_scalar(p.data(), bt);
+              attn_accumulate_scalar(p.data(), vr.data(), hd, bt, hd, want.data());
+              for (int d = 0; d < hd; ++d)
+                ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
+                    << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " g=" << g << " bt=" << bt
+                    << " head=" << head << " h=" << h << " d=" << d;
+            }
+          }
+        }
+      }
+}
+
+TEST(AttentionKv, TypedBlocksMatchDequantizedTwin) { test::at_every_cpu_level(check_TypedBlocksMatchDequantizedTwin); }
+
+// Half floats' edge values (subnormals, infinities and their neighbours)
+// convert exactly in the vector path: V = identity rows read back through a
+// one-key attention (probability 1).
+void check_HalfConversionIsExactAtEdges() {
+  const uint16_t bits[] = {0x0000, 0x8401, 0x0001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x3555, 0x8001, 0x1234,
+                           0x7c00, 0xfc00, 0x5a5a, 0x0200};
+  constexpr int hd = 16;
+  std::vector<uint8_t> k(2 * hd, 0), v(2 * hd);
+  std::memcpy(v.data(), bits, sizeof bits);
+  const float q[hd] = {};
+  float m, l, acc[hd], out[hd], scratch[(1 + hd) * kAttnChunk];
+  attn_online_init(1, hd, &m, &l, acc);
+  attn_online_update_kv(q, 1, KvHeadView{GgmlType::F16, k.data(), v.data(), 1, 2 * hd, 0}, 0, 1, hd, 1.0f, &m, &l, acc,
+                        scratch);
+  attn_online_finish(1, hd, &l, acc, out);
+  for (int d = 0; d < hd; ++d) {
+    float want;
+    dequantize_row(GgmlType::F16, bits + d, &want, 1);
+    EXPECT_EQ(std::memcmp(&out[d], &want, 4), 0) << std::hex << bits[d] << " got " << out[d] << " want " << want;
+  }
+}
+
+TEST(AttentionKv, HalfConversionIsExactAtEdges) { test::at_every_cpu_level(check_HalfConversionIsExactAtEdges); }
+
+}  // namespace
+}  // namespace ss
