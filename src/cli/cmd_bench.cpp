@@ -65,6 +65,9 @@ BenchCommand::BenchCommand(CLI::App& app) {
   sub_->add_option("--pair", pair_,
                    "two stream positions A,B decoded in alternation (one step each, same machine state): "
                    "per-token p50/p99 at B vs A, e.g. 10000,1000000");
+  sub_->add_option("--kv-types", kv_types_,
+                   "KV cache types decoded in alternation at the first --positions position (one step each, same "
+                   "machine state): per-token p50 and KV bytes per token of each, e.g. f32,f16,bf16,q8_0,q4_0");
   sub_->add_option("--batch", batch_,
                    "batched decode: sequence counts decoding together, e.g. 1,16,64 (aggregate tok/s vs the first)");
   sub_->add_option("--batch-context", batch_context_, "tokens each batched sequence holds before timing")
@@ -257,6 +260,71 @@ int BenchCommand::run() {
           "%.4f ms | p99 %+.1f%%, p50 %+.1f%%\n",
           samples_, static_cast<long long>((*at)[0]), p50[0], p99[0], static_cast<long long>((*at)[1]), p50[1], p99[1],
           100.0 * (p99[1] / p99[0] - 1), 100.0 * (p50[1] / p50[0] - 1));
+  }
+
+  if (!kv_types_.empty()) {
+    // One engine per type, each stream fast-forwarded to the same position
+    // with the same tokens, then one decode step of each in turn (rotating
+    // who goes first), so the machine's drift falls on all of them alike.
+    std::vector<GgmlType> types;
+    for (size_t b = 0; b <= kv_types_.size();) {
+      const size_t e = std::min(kv_types_.find(',', b), kv_types_.size());
+      auto t = parse_kv_type(kv_types_.substr(b, e - b));
+      if (!t.ok()) return fail(t.error().message);
+      if (auto u = kv_type_usable(t.value(), model->config.kv_dim()); !u.ok()) return fail(u.error().message);
+      types.push_back(t.value());
+      b = e + 1;
+    }
+    const int64_t at_pos = positions->front();
+    std::vector<std::unique_ptr<Engine>> engines;
+    std::vector<SeqId> ids;
+    const auto prompt = random_tokens(static_cast<size_t>(std::min<int64_t>(at_pos, 4096)));
+    for (GgmlType t : types) {
+      EngineOptions te = eo;
+      te.kv_type = t;
+      size_kv_pools(te, model->config, policy, std::max<int64_t>(dense_tokens, samples_ + 4096));
+      engines.push_back(std::make_unique<Engine>(model, te));
+      ids.push_back(engines.back()->create_sequence(policy).value());
+      for (int64_t p = 0; p < at_pos;) {
+        const auto n = static_cast<size_t>(std::min<int64_t>(at_pos - p, static_cast<int64_t>(prompt.size())));
+        const BatchItem item{ids.back(), std::span<const int32_t>(prompt.data(), n), false};
+        if (auto st = engines.back()->forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
+          return fail(st.error().message);
+        p += static_cast<int64_t>(n);
+      }
+    }
+    const size_t K = types.size();
+    std::vector<std::vector<double>> lat(K);
+    std::vector<int32_t> tok(K, static_cast<int32_t>(rng() % static_cast<uint64_t>(V)));
+    for (int i = 0; i < samples_ + 8; ++i)
+      for (size_t k = 0; k < K; ++k) {
+        const size_t s = (static_cast<size_t>(i) + k) % K;
+        const BatchItem item{ids[s], std::span<const int32_t>(&tok[s], 1), false};
+        const auto t0 = Clock::now();
+        if (auto st = engines[s]->forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
+          return fail(st.error().message);
+        if (i >= 8) lat[s].push_back(ms_since(t0));
+        tok[s] = static_cast<int32_t>(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin());
+      }
+    const double base_p50 = percentile(lat[0], 0.5);
+    for (size_t k = 0; k < K; ++k) {
+      const double p50 = percentile(lat[k], 0.5);
+      // Bytes one cached token takes in every layer (both pools).
+      const Engine& e = *engines[k];
+      double per_token = static_cast<double>(e.pool().block_bytes()) / e.pool().block_tokens();
+      if (e.sliding_pool()) per_token += static_cast<double>(e.sliding_pool()->block_bytes()) / e.pool().block_tokens();
+      out["kv_types"].push_back({{"type", kv_type_name(types[k])},
+                                 {"position", at_pos},
+                                 {"p50_ms", p50},
+                                 {"tok_s", 1000.0 / p50},
+                                 {"vs_first", base_p50 / p50},
+                                 {"kv_bytes_per_token", per_token},
+                                 {"kv_bytes_used", e.used_kv_bytes()}});
+      if (!json_)
+        std::printf("kv %-5s decode at %lld: p50 %8.4f ms  %10.1f tok/s (%.2fx %s)  KV %7.1f bytes/token, %.1f KiB held\n",
+                    kv_type_name(types[k]).c_str(), static_cast<long long>(at_pos), p50, 1000.0 / p50,
+                    base_p50 / p50, kv_type_name(types[0]).c_str(), per_token, e.used_kv_bytes() / 1024.0);
+    }
   }
 
   if (!batch_.empty()) {

@@ -78,6 +78,7 @@ class BenchCommand {
   std::string positions_ = "1000,10000,100000,1000000";
   std::string compare_;
   std::string pair_;
+  std::string kv_types_;
   std::string batch_;
   int batch_context_ = 64;
   bool bandwidth_ = false;
