@@ -321,9 +321,10 @@ int BenchCommand::run() {
                                  {"kv_bytes_per_token", per_token},
                                  {"kv_bytes_used", e.used_kv_bytes()}});
       if (!json_)
-        std::printf("kv %-5s decode at %lld: p50 %8.4f ms  %10.1f tok/s (%.2fx %s)  KV %7.1f bytes/token, %.1f KiB held\n",
-                    kv_type_name(types[k]).c_str(), static_cast<long long>(at_pos), p50, 1000.0 / p50,
-                    base_p50 / p50, kv_type_name(types[0]).c_str(), per_token, e.used_kv_bytes() / 1024.0);
+        std::printf(
+            "kv %-5s decode at %lld: p50 %8.4f ms  %10.1f tok/s (%.2fx %s)  KV %7.1f bytes/token, %.1f KiB held\n",
+            kv_type_name(types[k]).c_str(), static_cast<long long>(at_pos), p50, 1000.0 / p50, base_p50 / p50,
+            kv_type_name(types[0]).c_str(), per_token, e.used_kv_bytes() / 1024.0);
     }
   }
 

@@ -15,8 +15,8 @@ bool is_kv_type(GgmlType t) { return kv_k_dim_major(t) || t == GgmlType::Q8_0 ||
 Status kv_type_usable(GgmlType type, int kv_dim) {
   if (!is_kv_type(type)) return make_error("KV cache type " + kv_type_name(type) + " is not supported");
   if (!kv_k_dim_major(type) && kv_dim % 32 != 0)
-    return make_error("KV cache type " + kv_type_name(type) + " needs K/V rows in whole blocks of 32; this model's are " +
-                      std::to_string(kv_dim) + " wide");
+    return make_error("KV cache type " + kv_type_name(type) +
+                      " needs K/V rows in whole blocks of 32; this model's are " + std::to_string(kv_dim) + " wide");
   return ok_status();
 }
 

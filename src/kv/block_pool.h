@@ -94,9 +94,9 @@ class BlockPool {
   size_t elem_bytes() const;  // float types
 
   BlockPoolConfig cfg_;
-  size_t row_bytes_;     // one token's K (or V) row of one layer
-  size_t layer_half_;    // bytes of K (or V) per layer per block
-  size_t block_bytes_;   // bytes per block
+  size_t row_bytes_;    // one token's K (or V) row of one layer
+  size_t layer_half_;   // bytes of K (or V) per layer per block
+  size_t block_bytes_;  // bytes per block
   // In huge pages where the system allows (fewer TLB misses as attention
   // walks blocks); pages are zero and take memory on first use.
   std::shared_ptr<uint8_t> mem_;

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <vector>
 
-
 #include "ops/clones.h"
 #include "ops/fast_exp.h"
 #include "ops/lanes.h"
@@ -310,15 +309,15 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const typename E::
 // Lanes [lo, hi) of a chunk: one unsigned compare of lane - lo against the
 // count. (A macro: GCC 12 fails on a function returning the compare.)
 typedef uint32_t LaneIndex __attribute__((vector_size(sizeof(Lanes))));
-#define SS_LANES_BETWEEN(lo, hi)                                                             \
+#define SS_LANES_BETWEEN(lo, hi)                                                                   \
   ((LaneIndex{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} - static_cast<uint32_t>(lo)) < \
    static_cast<uint32_t>((hi) - (lo)))
 
 // One online-softmax step of head h over a chunk's scores (lanes outside
 // [lo, hi) are ignored): scoring shapes them, the running max and sum move,
 // the head's accumulator is rescaled, and the chunk's probabilities go to p.
-SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int hd, const AttnScoring* scoring,
-                                  float* m, float* l, float* __restrict__ acc, float* __restrict__ p_out) {
+SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int hd, const AttnScoring* scoring, float* m,
+                                  float* l, float* __restrict__ acc, float* __restrict__ p_out) {
   const LaneInts valid = SS_LANES_BETWEEN(lo, hi);
   if (scoring) {
     if (const float cap = scoring->softcap; cap > 0)
@@ -341,7 +340,6 @@ SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int h
     for (int d = 0; d < hd; ++d) a[d] *= corr;
   }
 }
-
 
 // Scores of head h over one chunk of dimension-major K columns. Groups of
 // four or more heads score four at a time (block keeps the other three
@@ -482,17 +480,17 @@ SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* 
 
 SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
                                            const float* v_rows, int v_stride, int first, int count, int hd, float scale,
-                                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring) {
-#define SS_ONLINE(HD)                                                                                                 \
+                                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring){
+#define SS_ONLINE(HD)                                                                                                  \
   online_update<HD, F32Elems>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, \
                               scoring)
-  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+    SS_BY_HEAD_SIZE(hd, SS_ONLINE)
 #undef SS_ONLINE
 }
 
 SS_CLONE_IMPL void attn_online_update_kv_clone_impl(const float* q, int g, const KvHeadView& kv, int first, int count,
-                                              int hd, float scale, float* m, float* l, float* acc, float* scratch,
-                                              const AttnScoring* sc) {
+                                                    int hd, float scale, float* m, float* l, float* acc, float* scratch,
+                                                    const AttnScoring* sc) {
   const auto* k8 = static_cast<const uint8_t*>(kv.k);
   const auto* v8 = static_cast<const uint8_t*>(kv.v);
   const long kc = static_cast<long>(kv.elem0) * kv.col_stride;
@@ -501,7 +499,8 @@ SS_CLONE_IMPL void attn_online_update_kv_clone_impl(const float* q, int g, const
       const auto* k = reinterpret_cast<const float*>(k8) + kc;
       const auto* v = reinterpret_cast<const float*>(v8) + kv.elem0;
       const int vs = static_cast<int>(kv.row_bytes / sizeof(float));
-#define SS_ONLINE(HD) online_update<HD, F32Elems>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
+#define SS_ONLINE(HD) \
+  online_update<HD, F32Elems>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
       SS_BY_HEAD_SIZE(hd, SS_ONLINE)
 #undef SS_ONLINE
     }
@@ -510,7 +509,8 @@ SS_CLONE_IMPL void attn_online_update_kv_clone_impl(const float* q, int g, const
       const auto* k = reinterpret_cast<const uint16_t*>(k8) + kc;
       const auto* v = reinterpret_cast<const uint16_t*>(v8) + kv.elem0;
       const int vs = static_cast<int>(kv.row_bytes / sizeof(uint16_t));
-#define SS_ONLINE(HD) online_update<HD, E>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
+#define SS_ONLINE(HD) \
+  online_update<HD, E>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
       if (kv.type == GgmlType::F16) {
         using E = F16Elems;
         SS_BY_HEAD_SIZE(hd, SS_ONLINE)
@@ -521,13 +521,15 @@ SS_CLONE_IMPL void attn_online_update_kv_clone_impl(const float* q, int g, const
 #undef SS_ONLINE
     }
     case GgmlType::Q8_0:
-#define SS_ONLINE(HD) \
-  online_update_quant<HD, GgmlType::Q8_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, scratch, sc)
+#define SS_ONLINE(HD)                                                                                               \
+  online_update_quant<HD, GgmlType::Q8_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, \
+                                          scratch, sc)
       SS_BY_HEAD_SIZE(hd, SS_ONLINE)
 #undef SS_ONLINE
     case GgmlType::Q4_0:
-#define SS_ONLINE(HD) \
-  online_update_quant<HD, GgmlType::Q4_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, scratch, sc)
+#define SS_ONLINE(HD)                                                                                               \
+  online_update_quant<HD, GgmlType::Q4_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, \
+                                          scratch, sc)
       SS_BY_HEAD_SIZE(hd, SS_ONLINE)
 #undef SS_ONLINE
     default:

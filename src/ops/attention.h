@@ -64,8 +64,8 @@ struct KvHeadView {
   GgmlType type = GgmlType::F32;
   const void* k = nullptr;
   const void* v = nullptr;
-  int col_stride = 0;   // K columns per dimension row (float types)
-  size_t row_bytes = 0; // bytes per token row (V; K of quantized types)
+  int col_stride = 0;    // K columns per dimension row (float types)
+  size_t row_bytes = 0;  // bytes per token row (V; K of quantized types)
   int elem0 = 0;
 };
 // Does this cache type keep K dimension-major?

@@ -40,9 +40,9 @@ struct SchedulerOptions {
   KvPolicy policy;
   int threads = 1;
   ActQuant act_quant = ActQuant::None;
-  std::optional<float> sink_logit;  // EngineOptions::sink_logit
+  std::optional<float> sink_logit;   // EngineOptions::sink_logit
   GgmlType kv_type = GgmlType::F32;  // EngineOptions::kv_type
-  int kv_blocks = 0;                // 0: enough for max_batch sequences
+  int kv_blocks = 0;                 // 0: enough for max_batch sequences
   int max_chunk = 64;
   int max_batch = 64;         // active requests per step
   int max_queue = 256;        // waiting requests; more get 503

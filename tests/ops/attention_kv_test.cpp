@@ -43,7 +43,8 @@ struct TypedBlock {
       dequantize_row(t, krow.data(), k_f.data() + static_cast<size_t>(r) * dim, dim);
       dequantize_row(t, v.data() + static_cast<size_t>(r) * row_bytes, v_f.data() + static_cast<size_t>(r) * dim, dim);
       if (es == 0) {
-        std::copy(krow.begin(), krow.end(), k.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * row_bytes));
+        std::copy(krow.begin(), krow.end(),
+                  k.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * row_bytes));
       } else {  // dimension-major: element (d, r) at d * bt + r
         for (int d = 0; d < dim; ++d)
           std::copy_n(krow.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(d) * es), es,
@@ -77,8 +78,8 @@ void check_TypedBlocksMatchDequantizedTwin() {
             // Uneven runs over the block's keys, as the paged cache's walk gives them.
             for (int r0 = 0; r0 < bt;) {
               const int count = std::min(bt - r0, 1 + (r0 * 5) % 11);
-              attn_online_update_kv(q.data(), g, blk.view(elem0), r0, count, hd, scale, m.data(), l.data(),
-                                    acc.data(), scratch.data());
+              attn_online_update_kv(q.data(), g, blk.view(elem0), r0, count, hd, scale, m.data(), l.data(), acc.data(),
+                                    scratch.data());
               r0 += count;
             }
             attn_online_finish(g, hd, l.data(), acc.data(), out.data());
@@ -114,8 +115,8 @@ TEST(AttentionKv, TypedBlocksMatchDequantizedTwin) { test::at_every_cpu_level(ch
 // convert exactly in the vector path: V = identity rows read back through a
 // one-key attention (probability 1).
 void check_HalfConversionIsExactAtEdges() {
-  const uint16_t bits[] = {0x0000, 0x8401, 0x0001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0xfbff, 0x3555, 0x8001, 0x1234,
-                           0x7c00, 0xfc00, 0x5a5a, 0x0200};
+  const uint16_t bits[] = {0x0000, 0x8401, 0x0001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff,
+                           0xfbff, 0x3555, 0x8001, 0x1234, 0x7c00, 0xfc00, 0x5a5a, 0x0200};
   constexpr int hd = 16;
   std::vector<uint8_t> k(2 * hd, 0), v(2 * hd);
   std::memcpy(v.data(), bits, sizeof bits);

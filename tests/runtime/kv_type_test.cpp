@@ -115,7 +115,8 @@ TEST(KvType, ExportImportIsLosslessAndConvertsBetweenTypes) {
   auto m = test::ts656k();
   ASSERT_TRUE(m);
   const auto golden = test::read_ids(test::shared("golden/tinystories-656k/tokens.txt"));
-  const std::vector<int32_t> prompt(golden.begin(), golden.begin() + 90), next(golden.begin() + 90, golden.begin() + 100);
+  const std::vector<int32_t> prompt(golden.begin(), golden.begin() + 90),
+      next(golden.begin() + 90, golden.begin() + 100);
   const auto pol = KvPolicy::sinks_window(4, 40);
   for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0}) {
     Engine a(m, options(t)), b(m, options(t));

@@ -221,6 +221,42 @@ TEST(Server, SlidingLayerModelsRestartWithStateDirContinueIdentically) {
   }
 }
 
+// A quantized cache persists its own bytes: a q8_0 server continues across
+// a restart exactly as without one; a server restarted with another KV type
+// still restores the session (its rows converted).
+TEST(Server, QuantizedKvRestartContinuesIdenticallyAndLoadsIntoOtherTypes) {
+  const std::string dir = test::temp_path("state_q8");
+  std::filesystem::create_directories(dir);
+  auto sched = [&](const std::string& d, GgmlType t) {
+    auto so = test::default_sched(d);
+    so.kv_type = t;
+    return so;
+  };
+  std::vector<std::string> without_restart, with_restart;
+  {
+    test::TestServer a(test::stories_gguf(), sched("", GgmlType::Q8_0));
+    without_restart = run_turns(a, "q8", 0, 6);
+  }
+  {
+    test::TestServer b(test::stories_gguf(), sched(dir, GgmlType::Q8_0));
+    with_restart = run_turns(b, "q8", 0, 3);
+  }
+  {
+    test::TestServer c(test::stories_gguf(), sched(dir, GgmlType::Q8_0));
+    const auto rest = run_turns(c, "q8", 3, 6);
+    with_restart.insert(with_restart.end(), rest.begin(), rest.end());
+  }
+  EXPECT_EQ(with_restart, without_restart);
+  {
+    test::TestServer d(test::stories_gguf(), sched(dir, GgmlType::F16));
+    auto cl = d.client();
+    auto s = json::parse(cl.Get("/v1/sessions/q8")->body);
+    EXPECT_EQ(s["turns"], 6);
+    EXPECT_EQ(run_turns(d, "q8", 6, 7).size(), 1u);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Server, DisconnectMidStreamFreesBlocks) {
   test::TestServer srv(test::stories_gguf(), test::default_sched());
   auto c = srv.client();
