@@ -46,7 +46,8 @@ Result<KvPolicy> KvPolicy::parse(std::string_view spec, int64_t trained_context)
   const auto parts = split(spec, ':');
   const std::string s(spec);
   auto bad = [&](const std::string& why) {
-    return make_error("invalid policy '" + s + "': " + why + " (expected dense, window:W, sinks:S:W or recompute:L)");
+    return make_error("invalid policy '" + s + "': " + why +
+                      " (expected dense, window:W, sinks:S:W, h2o:S:R:H or recompute:L)");
   };
   constexpr int64_t kMax = int64_t{1} << 24;
   std::vector<int64_t> nums;
@@ -79,6 +80,15 @@ Result<KvPolicy> KvPolicy::parse(std::string_view spec, int64_t trained_context)
     if (p.sinks == 0) p.kind = PolicyKind::Window;
     return p;
   }
+  if (kind == "h2o") {
+    if (nums.size() != 3) return bad("h2o takes S, R and H");
+    p.kind = PolicyKind::H2O;
+    p.sinks = nums[0];
+    p.window = nums[1];
+    p.heavy = nums[2];
+    if (p.window < 1) return bad("R (recent tokens) must be >= 1");
+    return p;
+  }
   if (kind == "recompute") return bad("recompute keeps no cache: it is not a cache policy");
   return bad("unknown kind");
 }
@@ -91,6 +101,8 @@ std::string KvPolicy::name() const {
       return "window:" + std::to_string(window);
     case PolicyKind::Sinks:
       return "sinks:" + std::to_string(sinks) + ":" + std::to_string(window);
+    case PolicyKind::H2O:
+      return "h2o:" + std::to_string(sinks) + ":" + std::to_string(window) + ":" + std::to_string(heavy);
   }
   return "?";
 }

@@ -10,14 +10,20 @@
 
 namespace ss {
 
-enum class PolicyKind { Dense, Window, Sinks };
+// H2O: S sinks, the R most recent tokens and H heavy hitters per layer and
+// KV head, chosen by accumulated attention (docs/H2O.md). Which tokens
+// survive then depends on attention, not only on text indices: the
+// per-head bookkeeping is kv/h2o_lane.h, and the index functions below
+// (visible, resident, first_window_key) describe position-only policies.
+enum class PolicyKind { Dense, Window, Sinks, H2O };
 
 struct KvPolicy {
   PolicyKind kind = PolicyKind::Dense;
   int64_t sinks = 0;   // S: first tokens kept for ever
-  int64_t window = 0;  // W: most recent tokens kept (0 = unbounded, dense)
+  int64_t window = 0;  // W: most recent tokens kept (0 = unbounded, dense); H2O's R
+  int64_t heavy = 0;   // H2O's H: heavy hitters kept per layer and KV head
 
-  // "dense", "window:W", "sinks:S:W". `trained_context` gives the defaults
+  // "dense", "window:W", "sinks:S:W", "h2o:S:R:H". `trained_context` gives the defaults
   // "sinks" = sinks:4:(ctx-4), "window" = window:ctx. (recompute:L keeps no
   // cache: it is an evaluation mode, runtime/stream_mode.h.)
   static Result<KvPolicy> parse(std::string_view spec, int64_t trained_context);
@@ -28,7 +34,10 @@ struct KvPolicy {
   static KvPolicy sliding_layer(int64_t native_window) { return {PolicyKind::Window, 0, native_window - 1}; }
 
   std::string name() const;
-  bool bounded() const { return kind == PolicyKind::Window || kind == PolicyKind::Sinks; }
+  bool bounded() const { return kind != PolicyKind::Dense; }
+  bool h2o() const { return kind == PolicyKind::H2O; }
+  // Entries the cache holds between steps once full: S + W (+ H).
+  int64_t capacity() const { return sinks + window + heavy; }
 
   // Is key (text index) still in the cache when query (text index) attends?
   // Valid for key <= query.

@@ -11,7 +11,8 @@ namespace ss {
 int sink_block_count(const KvPolicy& p, int block_tokens);
 // Tokens of the window's ring for a bounded policy: W + max_chunk rounded up
 // to whole blocks (a prefill chunk never overwrites a key one of its own
-// queries still needs); 0 for dense (an unbounded list).
+// queries still needs); 0 for dense (an unbounded list). H2O: the slots of
+// its slot table, S + R + H + max_chunk rounded up (no separate sink blocks).
 int64_t ring_token_count(const KvPolicy& p, int block_tokens, int max_chunk);
 // Most blocks one sequence holds: sinks + ring for bounded policies (any
 // length), ceil(tokens / B) for dense.

@@ -7,7 +7,9 @@
 //   cache_position(key) = key            for key <  S
 //                        = key - offset  for window keys
 //   query_position      = t - offset
-// with offset = max(0, t - W - S). Keys are stored rotated at their text index:
+// with offset = max(0, t - W - S) (H2O: t - capacity; its heavy hitters sit
+// between sinks and window and are positioned by rank, docs/H2O.md).
+// Keys are stored rotated at their text index:
 // a window key and the query rotated at text positions have the same distance
 // as at cache positions; sinks are scored with the query rotated at its cache
 // position. No stored key is ever re-rotated.
@@ -19,7 +21,7 @@ namespace ss {
 
 inline int64_t position_offset(const KvPolicy& p, int64_t query) {
   if (!p.bounded()) return 0;
-  const int64_t off = query - p.window - p.sinks;
+  const int64_t off = query - p.capacity();
   return off > 0 ? off : 0;
 }
 

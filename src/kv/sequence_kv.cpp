@@ -5,13 +5,17 @@
 
 namespace ss {
 
-SequenceKv::SequenceKv(BlockPool& pool, const KvPolicy& policy, int max_chunk)
+SequenceKv::SequenceKv(BlockPool& pool, const KvPolicy& policy, int max_chunk, int h2o_lanes)
     : pool_(pool), policy_(policy), max_chunk_(max_chunk) {
   SS_CHECK(max_chunk > 0);
   const int64_t B = pool.block_tokens();
   ring_tokens_ = ring_token_count(policy_, pool.block_tokens(), max_chunk);
   if (ring_tokens_ > 0) window_blocks_.assign(static_cast<size_t>(ring_tokens_ / B), -1);
   sink_blocks_.assign(static_cast<size_t>(sink_block_count(policy_, pool.block_tokens())), -1);
+  if (policy_.h2o()) {
+    SS_CHECK(h2o_lanes > 0);
+    lanes_.assign(static_cast<size_t>(h2o_lanes), H2oLane(static_cast<int>(ring_tokens_)));
+  }
 }
 
 SequenceKv::~SequenceKv() {
@@ -23,7 +27,7 @@ SequenceKv::~SequenceKv() {
 
 int64_t SequenceKv::cached_entries() const {
   if (!policy_.bounded()) return n_seen_;
-  const int64_t cap = policy_.sinks + policy_.window;
+  const int64_t cap = policy_.capacity();
   return n_seen_ < cap ? n_seen_ : cap;
 }
 
@@ -47,6 +51,22 @@ BlockId* SequenceKv::block_for(int64_t u) {
 Status SequenceKv::reserve(int64_t n) {
   SS_CHECK(n >= 0);
   SS_CHECK_MSG(!policy_.bounded() || n <= max_chunk_, "chunk larger than the ring was sized for");
+  if (policy_.h2o()) {
+    // Lanes take their lowest free slot, so they use slots below their peak
+    // entries: at most the held ones plus this chunk.
+    const int64_t need = std::min(cached_entries() + n, ring_tokens_);
+    const int64_t B = pool_.block_tokens();
+    for (int64_t b = 0; b * B < need; ++b) {
+      BlockId& id = window_blocks_[static_cast<size_t>(b)];
+      if (id >= 0) continue;
+      auto got = pool_.allocate();
+      if (!got)
+        return make_error("KV cache full: no free block in the pool (" + std::to_string(pool_.total_blocks()) +
+                          " blocks of " + std::to_string(pool_.block_tokens()) + " tokens)");
+      id = *got;
+    }
+    return ok_status();
+  }
   for (int64_t u = n_seen_; u < n_seen_ + n; ++u) {
     BlockId* b = block_for(u);
     if (*b >= 0) continue;
@@ -61,7 +81,16 @@ Status SequenceKv::reserve(int64_t n) {
 
 void SequenceKv::advance(int64_t n) { n_seen_ += n; }
 
+KvSlot SequenceKv::slot_at(int32_t s) const {
+  const int B = pool_.block_tokens();
+  SS_CHECK(s >= 0 && s < ring_tokens_);
+  const BlockId b = window_blocks_[static_cast<size_t>(s / B)];
+  SS_CHECK(b >= 0);
+  return {b, s % B};
+}
+
 KvSlot SequenceKv::slot(int64_t u) const {
+  SS_CHECK_MSG(!policy_.h2o(), "H2O places tokens per lane: use lane().visible() and slot_at()");
   const int64_t B = pool_.block_tokens();
   BlockId b;
   int64_t r;

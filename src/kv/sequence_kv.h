@@ -3,12 +3,15 @@
 // the window is a ring of blocks (bounded policies) or a growing list (dense).
 // A token's slot is a pure function of its text index, so eviction never
 // copies or moves KV: a ring slot is simply overwritten once its token has
-// left the window.
+// left the window. Under H2O the table is a slot table instead: the
+// sequence owns ring_token_count() slots, and each (layer, KV head) lane
+// (kv/h2o_lane.h) places its tokens in them.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/h2o_lane.h"
 #include "kv/policy.h"
 #include "util/result.h"
 
@@ -24,7 +27,8 @@ class SequenceKv {
   // max_chunk: most tokens appended before the cache is cut back (a prefill
   // chunk); the ring holds W + max_chunk tokens so a chunk never overwrites a
   // token that one of its own queries still needs.
-  SequenceKv(BlockPool& pool, const KvPolicy& policy, int max_chunk);
+  // h2o_lanes: (layer, KV head) lanes an H2O policy keeps (ignored otherwise).
+  SequenceKv(BlockPool& pool, const KvPolicy& policy, int max_chunk, int h2o_lanes = 0);
   ~SequenceKv();
   SequenceKv(const SequenceKv&) = delete;
   SequenceKv& operator=(const SequenceKv&) = delete;
@@ -41,7 +45,11 @@ class SequenceKv {
   // sequence usable) when the pool has no free block.
   Status reserve(int64_t n);
   void advance(int64_t n);
-  KvSlot slot(int64_t text_index) const;
+  KvSlot slot(int64_t text_index) const;  // position-only policies
+  // H2O: lane i's bookkeeping, and where slot s of the slot table lives.
+  H2oLane& lane(int i) { return lanes_[static_cast<size_t>(i)]; }
+  const H2oLane& lane(int i) const { return lanes_[static_cast<size_t>(i)]; }
+  KvSlot slot_at(int32_t s) const;
 
   // Text indices resident in the cache now (sinks, then the window, oldest first).
   std::vector<int64_t> resident() const;
@@ -78,6 +86,7 @@ class SequenceKv {
   int64_t ring_tokens_ = 0;  // 0: unbounded list
   std::vector<BlockId> sink_blocks_;
   std::vector<BlockId> window_blocks_;  // -1 = not yet allocated
+  std::vector<H2oLane> lanes_;          // H2O only
 };
 
 }  // namespace ss

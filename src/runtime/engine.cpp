@@ -78,9 +78,19 @@ size_t Engine::used_kv_bytes() const {
 }
 
 Result<SeqId> Engine::create_sequence(const KvPolicy& policy) {
+  const auto& c = config();
+  if (policy.h2o()) {
+    // Each KV head places its own tokens: a quantized block must not span heads.
+    if (!kv_k_dim_major(pool_.type()) && c.head_dim % 32 != 0)
+      return make_error("h2o with KV type " + kv_type_name(pool_.type()) +
+                        " needs heads a multiple of 32 wide (this "
+                        "model's are " +
+                        std::to_string(c.head_dim) + "); use a float KV type");
+    if (observer_) return make_error("the attention inspector does not follow h2o's per-head caches");
+  }
   const SeqId id = next_id_++;
   EngineSequence& s = seqs_[id];
-  s.kv[kFull] = std::make_unique<SequenceKv>(pool_, policy, opts_.max_chunk);
+  s.kv[kFull] = std::make_unique<SequenceKv>(pool_, policy, opts_.max_chunk, c.full_layers() * c.n_kv_heads);
   if (swa_pool_)
     s.kv[kSliding] =
         std::make_unique<SequenceKv>(*swa_pool_, KvPolicy::sliding_layer(config().sliding_window()), opts_.max_chunk);
@@ -130,6 +140,7 @@ void import_rows(BlockPool& pool, const SequenceKv& kv, const std::vector<int64_
 
 SequenceState Engine::export_sequence(SeqId id) const {
   const EngineSequence& seq = seqs_.at(id);
+  SS_CHECK_MSG(!seq.kv[kFull]->policy().h2o(), "h2o sequences cannot be exported (per-head caches)");
   SequenceState st;
   st.policy = seq.kv[kFull]->policy();
   st.n_seen = seq.kv[kFull]->n_seen();
@@ -175,6 +186,7 @@ Result<SeqId> Engine::import_sequence(const SequenceState& in) {
   if (st.rows.size() != st.indices.size() * per * static_cast<size_t>(c.full_layers()) ||
       st.sliding_rows.size() != swa_indices.size() * per * static_cast<size_t>(swa_pool_layers()))
     return make_error("sequence state: row data does not match the model");
+  if (st.policy.h2o()) return make_error("sequence state: h2o sequences cannot be imported");
   SS_ASSIGN_OR_RETURN(const SeqId id, create_sequence(st.policy));
   EngineSequence& seq = seqs_.at(id);
   Status r = seq.kv[kFull]->restore(st.n_seen, st.indices);
@@ -192,6 +204,7 @@ Status Engine::adopt_sinks(SeqId id, const std::vector<BlockId>& blocks) {
   auto* seq = mutable_sequence(id);
   if (!seq) return make_error("unknown sequence");
   if (seq->n_seen() != 0) return make_error("adopt_sinks: sequence is not empty");
+  if (seq->policy().h2o()) return make_error("adopt_sinks: h2o keeps its sinks in its own slots");
   // The sliding layers would need the sinks' KV in their own window too.
   if (swa_pool_) return make_error("adopt_sinks: models with sliding-window layers compute their sinks");
   return seq->adopt_sinks(blocks);

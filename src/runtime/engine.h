@@ -139,10 +139,12 @@ class Engine {
   // position.
   struct RoundBatch {
     int T = 0;
-    std::vector<EngineSequence*> seq;  // [T]
-    std::vector<SeqId> seq_id;         // [T]
-    std::vector<int64_t> pos;          // [T] text index
-    std::vector<uint8_t> sink_query;   // [T] needs a cache-position query for the sinks
+    std::vector<EngineSequence*> seq;            // [T]
+    std::vector<SeqId> seq_id;                   // [T]
+    std::vector<int64_t> pos;                    // [T] text index
+    std::vector<uint8_t> sink_query;             // [T] needs a cache-position query for the sinks
+    std::vector<uint8_t> h2o;                    // [T] its sequence's full layers run H2O
+    std::vector<std::pair<int, int>> h2o_parts;  // (first token, count) of each H2O sequence
     struct Angles {
       std::vector<float> cos_t, sin_t, cos_c, sin_c;  // [T x pairs]
     };
@@ -155,6 +157,11 @@ class Engine {
   void qkv_positions(int layer, const RoundBatch& b);
   void attention(int layer, const RoundBatch& b);
   void attention_observed(int layer, const RoundBatch& b);
+  // H2O sequences' full layers: per (sequence, KV head), queries in text
+  // order, each updating its lane's scores and evictions (docs/H2O.md).
+  void attention_h2o(int layer, const RoundBatch& b);
+  // Slots of this round's H2O tokens in a full layer's lanes, in text order.
+  void place_h2o_tokens(int layer, const RoundBatch& b);
   void ffn_block(int layer, const RoundBatch& b, const float* in, float* out);
   void moe_block(int layer, const RoundBatch& b, const float* in, float* out);
   void norm_rows(const TensorView& w, const TensorView& bias, const float* in, int rows, float* out);
@@ -195,6 +202,8 @@ class Engine {
 
   // Activations of the current round (reused buffers).
   std::vector<float> x_, xb_, xb2_, q_, qs_, k_, v_, att_, attn_out_, ffn_out_, hb_, hb2_;  // [T x ...]
+  std::vector<float> qraw_;        // [T x q_dim] H2O tokens' queries before RoPE
+  std::vector<int32_t> h2o_slot_;  // [T x n_kv_heads] where each H2O token's K/V went
   std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;
   std::vector<std::vector<std::pair<int, float>>> moe_routed_;  // [experts] of (token, weight)
   std::vector<int> moe_order_;                                  // MoE scratch

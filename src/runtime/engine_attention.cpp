@@ -8,6 +8,7 @@
 #include "kv/positions.h"
 #include "ops/attention.h"
 #include "runtime/engine.h"
+#include "util/check.h"
 
 namespace ss {
 
@@ -44,7 +45,7 @@ struct CachePositions {
 
 void Engine::attention(int layer, const RoundBatch& b) {
   const auto& c = config();
-  const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
+  const int hd = c.head_dim, qd = c.q_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const LayerAttentionSetup a = attention_setup(layer);
   const bool alibi = c.positions == PositionKind::Alibi;
@@ -60,6 +61,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
     for (size_t task = begin; task < end; ++task) {
       const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
       const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
+      if (a.group == kFull && b.h2o[t]) continue;  // attention_h2o's
       const SequenceKv& seq = *b.seq[t]->kv[a.group];
       const KvPolicy& pol = seq.policy();
       const int64_t pos = b.pos[t];
@@ -94,14 +96,16 @@ void Engine::attention(int layer, const RoundBatch& b) {
     }
   };
   threads_.parallel_for(static_cast<size_t>(b.T) * static_cast<size_t>(c.n_kv_heads), run, b.attn_parts);
+  if (a.group == kFull && !b.h2o_parts.empty()) attention_h2o(layer, b);
 }
 
 // The inspector's path: full probability rows per head, handed to the observer.
 void Engine::attention_observed(int layer, const RoundBatch& b) {
   const auto& c = config();
-  const int hd = c.head_dim, qd = c.q_dim(), kvd = c.kv_dim();
+  const int hd = c.head_dim, qd = c.q_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const LayerAttentionSetup a = attention_setup(layer);
+  SS_CHECK_MSG(b.h2o_parts.empty(), "the attention inspector does not follow h2o's per-head caches");
   std::vector<float> scores, acc, extra, kbuf, vbuf;
   for (int t = 0; t < b.T; ++t) {
     for (int h = 0; h < c.n_heads; ++h) {

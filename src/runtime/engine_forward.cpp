@@ -55,6 +55,8 @@ void Engine::prepare_round(std::span<RoundPart> parts, RoundBatch& b) {
   b.seq_id.resize(static_cast<size_t>(T));
   b.pos.resize(static_cast<size_t>(T));
   b.sink_query.resize(static_cast<size_t>(T));
+  b.h2o.assign(static_cast<size_t>(T), 0);
+  b.h2o_parts.clear();
   b.angles.resize(ropes_.size());
   for (size_t r = 0; r < ropes_.size(); ++r) {
     const size_t n = at(T, ropes_[r].pairs());
@@ -63,13 +65,19 @@ void Engine::prepare_round(std::span<RoundPart> parts, RoundBatch& b) {
   int i = 0;
   for (const auto& p : parts) {
     EngineSequence* es = &seqs_.at(p.id);
+    if (p.seq->policy().h2o()) {
+      b.h2o_parts.emplace_back(i, p.count);
+      std::fill(b.h2o.begin() + i, b.h2o.begin() + i + p.count, 1);
+    }
     for (int j = 0; j < p.count; ++j, ++i) {
       const int64_t t = p.seq->n_seen() + j;
       b.seq[i] = es;
       b.seq_id[i] = p.id;
       b.pos[i] = t;
       const KvPolicy& pol = p.seq->policy();
-      b.sink_query[i] = pol.sinks > 0 && position_offset(pol, t) > 0;
+      // A second, cache-position query exists only under RoPE: ALiBi's
+      // queries carry no position (its biases follow the cache positions).
+      b.sink_query[i] = !ropes_.empty() && pol.sinks > 0 && position_offset(pol, t) > 0;
       for (size_t r = 0; r < ropes_.size(); ++r) {
         const int pairs = ropes_[r].pairs();
         auto& a = b.angles[r];
@@ -130,6 +138,7 @@ void Engine::qkv_positions(int l, const RoundBatch& b) {
   const bool rope = c.positions == PositionKind::Rope;
   const int r = c.layer_attention[static_cast<size_t>(l)].rotary;
   const int pairs = rope ? ropes_[static_cast<size_t>(r)].pairs() : 0;
+  if (g == kFull && !b.h2o_parts.empty()) place_h2o_tokens(l, b);
   per_token(b.T, [&](int t) {
     float* qt = q_.data() + at(t, qd);
     float* kt = k_.data() + at(t, kvd);
@@ -144,7 +153,10 @@ void Engine::qkv_positions(int l, const RoundBatch& b) {
       for (int h = 0; h < c.n_heads; ++h) rms_norm(qt + h * hd, L.q_norm.f32(), hd, c.norm_eps, qt + h * hd);
       for (int h = 0; h < c.n_kv_heads; ++h) rms_norm(kt + h * hd, L.k_norm.f32(), hd, c.norm_eps, kt + h * hd);
     }
+    const bool h2o = g == kFull && b.h2o[t];
     if (rope) {
+      // H2O rotates its heavy hitters' query per key, from the raw one.
+      if (h2o) std::memcpy(qraw_.data() + at(t, qd), qt, sizeof(float) * qd);
       const auto& a = b.angles[static_cast<size_t>(r)];
       const float* ct = a.cos_t.data() + at(t, pairs);
       const float* st = a.sin_t.data() + at(t, pairs);
@@ -158,9 +170,29 @@ void Engine::qkv_positions(int l, const RoundBatch& b) {
       }
       rope_apply(qt, c.n_heads, hd, pairs, ct, st, rope_style_);
     }
+    if (h2o) {
+      for (int h = 0; h < c.n_kv_heads; ++h) {
+        const KvSlot s = b.seq[t]->kv[g]->slot_at(h2o_slot_[at(t, c.n_kv_heads) + static_cast<size_t>(h)]);
+        pool.store_part(s.block, slot, s.offset, h * hd, hd, kt + h * hd, vt + h * hd);
+      }
+      return;
+    }
     const KvSlot s = b.seq[t]->kv[g]->slot(b.pos[t]);
     pool.store(s.block, slot, s.offset, kt, vt);
   });
+}
+
+void Engine::place_h2o_tokens(int l, const RoundBatch& b) {
+  const int nkv = config().n_kv_heads, slot = layer_slot_[static_cast<size_t>(l)];
+  for (const auto& [t0, count] : b.h2o_parts) {
+    SequenceKv& seq = *b.seq[t0]->kv[kFull];
+    for (int t = t0; t < t0 + count; ++t)
+      for (int h = 0; h < nkv; ++h) {
+        const int32_t s = seq.lane(slot * nkv + h).append(b.pos[t]);
+        SS_CHECK_MSG(s >= 0, "h2o lane out of slots (reserve sizes them)");
+        h2o_slot_[at(t, nkv) + static_cast<size_t>(h)] = s;
+      }
+  }
 }
 
 // in: [T x dim] normed input; out: [T x dim].
@@ -290,7 +322,8 @@ void Engine::run_round(std::span<RoundPart> parts) {
   prepare_round(parts, b);
   const int T = b.T, dim = c.dim;
   for (auto* v : {&x_, &xb_, &xb2_, &attn_out_, &ffn_out_}) v->resize(at(T, dim));
-  for (auto* v : {&q_, &qs_, &att_}) v->resize(at(T, c.q_dim()));
+  for (auto* v : {&q_, &qs_, &att_, &qraw_}) v->resize(at(T, c.q_dim()));
+  h2o_slot_.resize(at(T, c.n_kv_heads));
   for (auto* v : {&k_, &v_}) v->resize(at(T, c.kv_dim()));
   for (auto* v : {&hb_, &hb2_}) v->resize(at(T, c.hidden_dim));
   embed(parts, b);

@@ -16,11 +16,18 @@ TEST(KvPolicy, ParsesEveryKind) {
   EXPECT_EQ(KvPolicy::parse("dense", 512)->kind, PolicyKind::Dense);
   EXPECT_EQ(KvPolicy::parse("sinks", 512)->window, 508);  // defaults S=4, W=ctx-4
   EXPECT_EQ(KvPolicy::parse("sinks:0:10", 512)->kind, PolicyKind::Window);
+  auto h = KvPolicy::parse("h2o:4:60:30", 512);
+  ASSERT_TRUE(h.ok());
+  EXPECT_TRUE(h->h2o());
+  EXPECT_EQ(h->name(), "h2o:4:60:30");
+  EXPECT_EQ(h->capacity(), 94);
+  EXPECT_EQ(KvPolicy::parse("h2o:0:8:0", 512)->capacity(), 8);
 }
 
 TEST(KvPolicy, RejectsMalformedSpecs) {
-  for (const char* bad : {"", "sink:4:2", "sinks:4", "sinks:a:b", "window:0", "window:-3", "dense:1", "sinks:4:2:1",
-                          "recompute:0", "recompute:128", "window:99999999999"}) {
+  for (const char* bad :
+       {"", "sink:4:2", "sinks:4", "sinks:a:b", "window:0", "window:-3", "dense:1", "sinks:4:2:1", "recompute:0",
+        "recompute:128", "window:99999999999", "h2o:4:60", "h2o:4:0:8", "h2o:4:60:-1", "h2o:4:60:8:1", "h2o"}) {
     auto p = KvPolicy::parse(bad, 512);
     EXPECT_FALSE(p.ok()) << bad;
   }
