@@ -1,5 +1,7 @@
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/svg_plot.h"
@@ -14,7 +16,7 @@ AttentionCommand::AttentionCommand(CLI::App& app) {
   sub_ =
       app.add_subcommand("attention", "inspect attention sinks: share of attention on the first tokens per layer/head");
   model_.add(*sub_);
-  policy_.add(*sub_, false);
+  policy_.add(*sub_, true);
   auto* p = sub_->add_option("-p,--prompt", prompt_, "text to run");
   auto* f = sub_->add_option("-f,--file", file_, "text file (TinyStories stories joined, or --raw)");
   p->excludes(f);
@@ -30,7 +32,61 @@ AttentionCommand::AttentionCommand(CLI::App& app) {
   sub_->add_option("--map-queries", map_queries_, "queries shown in the key-position map")->capture_default_str();
   sub_->add_option("--svg", svg_, "SVG heatmap: layers x heads, first-k share / uniform");
   sub_->add_option("--svg-map", svg_map_, "SVG heatmap: query x key cache position for --layer/--head");
+  sub_->add_option("--kept", kept_,
+                   "SVG: which token positions each --policy keeps as the stream advances (sinks, window, heavy "
+                   "hitters; shaded by the share of layer/KV-head caches keeping them)");
+  sub_->add_option("--kept-columns", kept_columns_, "stream positions sampled in --kept")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
 }
+
+namespace {
+// Runs the stream under each policy and samples what its cache holds.
+Result<KeptChart> kept_chart(std::shared_ptr<const Model> model, const EngineOptions& base,
+                             const std::vector<KvPolicy>& policies, const std::vector<int32_t>& tokens, int columns) {
+  const auto& c = model->config;
+  KeptChart chart;
+  chart.title = "Kept token positions, " + model->source.substr(model->source.find_last_of('/') + 1);
+  const size_t step = std::max<size_t>(1, tokens.size() / static_cast<size_t>(columns));
+  for (const KvPolicy& pol : policies) {
+    EngineOptions eo = base;
+    eo.max_chunk = static_cast<int>(std::min<size_t>(step, 512));
+    size_kv_pools(eo, c, pol, static_cast<int64_t>(tokens.size()));
+    Engine engine(model, eo);
+    SS_ASSIGN_OR_RETURN(const SeqId id, engine.create_sequence(pol));
+    KeptPanel panel;
+    panel.name = pol.name();
+    std::vector<std::vector<float>> logits;
+    const int lanes = c.full_layers() * c.n_kv_heads;
+    for (size_t done = 0; done < tokens.size();) {
+      const size_t n = std::min(step, tokens.size() - done);
+      const BatchItem item{id, std::span<const int32_t>(tokens.data() + done, n), false};
+      SS_TRY(engine.forward(std::span<const BatchItem>(&item, 1), logits));
+      done += n;
+      std::vector<std::pair<int64_t, float>> col;
+      const SequenceKv& seq = *engine.sequence(id);
+      if (pol.h2o()) {
+        std::vector<int> count(done, 0);
+        for (int i = 0; i < lanes; ++i)
+          for (const auto& e : seq.lane(i).entries()) ++count[static_cast<size_t>(e.text)];
+        for (size_t u = 0; u < done; ++u)
+          if (count[u] > 0) col.emplace_back(static_cast<int64_t>(u), static_cast<float>(count[u]) / lanes);
+      } else {
+        for (int64_t u : seq.resident()) col.emplace_back(u, 1.0f);
+      }
+      panel.x.push_back(static_cast<int64_t>(done));
+      panel.kept.push_back(std::move(col));
+    }
+    // Does the policy end up keeping the first token (a sink) by itself?
+    const auto& last = panel.kept.back();
+    const float first_share = !last.empty() && last[0].first == 0 ? last[0].second : 0.0f;
+    std::printf("%-16s keeps %zu positions at the end; token 0 in %.0f%% of its caches\n", panel.name.c_str(),
+                last.size(), 100.0 * first_share);
+    chart.panels.push_back(std::move(panel));
+  }
+  return chart;
+}
+}  // namespace
 
 int AttentionCommand::run() {
   auto model_r = model_.load();
@@ -51,12 +107,30 @@ int AttentionCommand::run() {
   auto tokens = tok.encode(text, model->vocab.add_bos);
   if (static_cast<int64_t>(tokens.size()) > limit_) tokens.resize(static_cast<size_t>(limit_));
   std::vector<std::string> pols_spec = policy_.policies.empty() ? std::vector<std::string>{"dense"} : policy_.policies;
-  auto pol = KvPolicy::parse(pols_spec[0], c.trained_context);
-  if (!pol.ok()) return fail(pol.error().message + "; attention inspection needs a cache policy");
+  std::vector<KvPolicy> pols;
+  for (const auto& spec : pols_spec) {
+    auto p = KvPolicy::parse(spec, c.trained_context);
+    if (!p.ok()) return fail(p.error().message + "; attention inspection needs a cache policy");
+    pols.push_back(p.value());
+  }
+  const auto pol = std::optional<KvPolicy>(pols[0]);
 
   auto eo_r = engine_options(model_, policy_, c);
   if (!eo_r.ok()) return fail(eo_r.error().message);
   EngineOptions eo = eo_r.value();
+  if (!kept_.empty()) {
+    auto chart = kept_chart(model, eo, pols, tokens, kept_columns_);
+    if (!chart.ok()) return fail(chart.error().message);
+    std::ofstream(kept_) << chart->render();
+    std::printf("wrote %s: kept positions under %zu policies over %zu tokens\n", kept_.c_str(), pols.size(),
+                tokens.size());
+  }
+  if (pol->h2o()) {
+    if (!kept_.empty()) return 0;
+    return fail(
+        "the attention-share inspector needs a position-only policy (h2o keeps per-head caches); "
+        "--kept draws what h2o keeps");
+  }
   size_kv_pools(eo, c, pol.value(), static_cast<int64_t>(tokens.size()));
   Engine engine(model, eo);
   AttentionStats stats(c.n_layers, c.n_heads, first_k_, map_layer_, map_head_, map_queries_);

@@ -55,9 +55,10 @@ class AttentionCommand {
   CLI::App* sub_;
   ModelFlags model_;
   PolicyFlags policy_;
-  std::string prompt_, file_, svg_, svg_map_;
+  std::string prompt_, file_, svg_, svg_map_, kept_;
   bool raw_ = false;
   long long limit_ = 512;
+  int kept_columns_ = 128;
   long long first_k_ = 1;
   double flag_ratio_ = 4.0;
   int map_layer_ = 0, map_head_ = 0;

@@ -180,4 +180,61 @@ std::string Heatmap::render(int cell) const {
   return o.str();
 }
 
+std::string KeptChart::render(int pw, int ph) const {
+  const int ml = 60, mt = 50, gap = 70, mb = 50;
+  const int W = ml + static_cast<int>(panels.size()) * (pw + gap), H = mt + ph + mb;
+  int64_t x_max = 1;
+  for (const auto& p : panels)
+    if (!p.x.empty()) x_max = std::max(x_max, p.x.back());
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"11\">\n"
+    << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title)
+    << "</text>\n";
+  const double sx = static_cast<double>(pw) / static_cast<double>(x_max);
+  const double sy = static_cast<double>(ph) / static_cast<double>(x_max);
+  for (size_t k = 0; k < panels.size(); ++k) {
+    const auto& p = panels[k];
+    const double left = ml + static_cast<double>(k) * (pw + gap), bottom = mt + ph;
+    o << "<rect x=\"" << left << "\" y=\"" << mt << "\" width=\"" << pw << "\" height=\"" << ph
+      << "\" fill=\"none\" stroke=\"#999\"/>\n"
+      << "<text x=\"" << left + pw / 2.0 << "\" y=\"" << mt - 8 << "\" text-anchor=\"middle\">" << xml_escape(p.name)
+      << "</text>\n";
+    o << "<g fill=\"" << kColors[k % 8] << "\">\n";
+    for (size_t i = 0; i < p.x.size(); ++i) {
+      const double x0 = left + (i == 0 ? 0.0 : static_cast<double>(p.x[i - 1]) * sx);
+      const double w = std::max(1.0, left + static_cast<double>(p.x[i]) * sx - x0);
+      // Positions sharing a pixel row take their largest share; runs of rows
+      // with one share become one rectangle (the picture's resolution, not
+      // the stream's, bounds its size).
+      std::vector<float> row(static_cast<size_t>(ph), 0.0f);
+      for (const auto& [pos, share] : p.kept[i]) {
+        const auto r = static_cast<size_t>(std::min<double>(ph - 1, static_cast<double>(pos) * sy));
+        row[r] = std::max(row[r], std::ceil(share * 4.0f) / 4.0f);  // four shades
+      }
+      for (int a = 0; a < ph;) {
+        int b = a + 1;
+        while (b < ph && row[static_cast<size_t>(b)] == row[static_cast<size_t>(a)]) ++b;
+        if (row[static_cast<size_t>(a)] > 0)
+          o << "<rect x=\"" << num(x0) << "\" y=\"" << bottom - b << "\" width=\"" << num(w) << "\" height=\"" << b - a
+            << "\" opacity=\"" << num(0.2 + 0.8 * row[static_cast<size_t>(a)]) << "\"/>\n";
+        a = b;
+      }
+    }
+    o << "</g>\n";
+    for (double t : linear_ticks(0, static_cast<double>(x_max), 4)) {
+      o << "<text x=\"" << left + t * sx << "\" y=\"" << bottom + 14 << "\" text-anchor=\"middle\">" << num(t)
+        << "</text>\n"
+        << "<text x=\"" << left - 4 << "\" y=\"" << bottom - t * sy + 4 << "\" text-anchor=\"end\">" << num(t)
+        << "</text>\n";
+    }
+    o << "<text x=\"" << left + pw / 2.0 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">stream position</text>\n";
+  }
+  o << "<text transform=\"translate(14," << mt + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">kept token "
+    << "position (shade: share of layer/KV-head caches)</text>\n</svg>\n";
+  return o.str();
+}
+
 }  // namespace ss::cli

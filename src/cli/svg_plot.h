@@ -1,7 +1,9 @@
 #pragma once
 // Minimal SVG charts written by our own code (no browser or plotting library
 // needed): a multi-series line chart with optional log y-axis, and a heatmap.
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ss::cli {
@@ -23,6 +25,21 @@ struct Heatmap {
   std::vector<std::string> row_labels, col_labels;
   std::vector<std::vector<double>> values;  // [row][col], colour scaled to [0, max]
   std::string render(int cell = 28) const;
+};
+
+// Which token positions a cache keeps as a stream advances: one panel per
+// policy, x the stream position, y the kept tokens' positions, shaded by
+// the share of (layer, KV head) caches keeping them (1 for position-only
+// policies).
+struct KeptPanel {
+  std::string name;
+  std::vector<int64_t> x;                                    // stream positions sampled
+  std::vector<std::vector<std::pair<int64_t, float>>> kept;  // [x] (position, share), ascending
+};
+struct KeptChart {
+  std::string title;
+  std::vector<KeptPanel> panels;
+  std::string render(int panel_width = 420, int panel_height = 300) const;
 };
 
 std::string xml_escape(const std::string& s);

@@ -54,9 +54,9 @@ TEST(Cli, GenerateIdsFromSafetensors) {
 
 TEST(Cli, PerplexityWritesGoldenCompatibleNll) {
   const std::string out = test::temp_path("nll_{policy}.txt");
-  auto r =
-      run("perplexity -m " + test::shared("models/stories260K/stories260K.gguf") + " --tokens-file " +
-          test::shared("golden/stories260K/tokens.txt") + " --policy sinks:4:252 --policy window:256 --kv-type f32 --nll-out " + out);
+  auto r = run("perplexity -m " + test::shared("models/stories260K/stories260K.gguf") + " --tokens-file " +
+               test::shared("golden/stories260K/tokens.txt") +
+               " --policy sinks:4:252 --policy window:256 --kv-type f32 --nll-out " + out);
   ASSERT_EQ(r.rc, 0) << r.out;
   for (const std::string name : {"sinks_4_252", "window_256"}) {
     const std::string path = test::temp_path("nll_" + name + ".txt");

@@ -115,5 +115,27 @@ TEST(Reports, AttentionTableAndHeatmaps) {
   EXPECT_EQ(bad.rc, 1);
 }
 
+// --kept: one panel per policy; position-only policies keep exactly their
+// sinks + window, H2O more positions over its lanes; the SVG is well-formed.
+// The inspector itself refuses h2o (per-head caches) with a clear error.
+TEST(Reports, KeptPositionsPerPolicy) {
+  const std::string svg = test::temp_path("kept.svg");
+  const std::string base = "attention -m " + test::shared("models/tinystories-656k") + " -f " +
+                           test::shared("data/tinystories-valid-dev.txt") + " --limit 300 --kv-type f32";
+  const auto r =
+      run(base + " --policy window:32 --policy sinks:4:28 --policy h2o:4:14:14 --kept " + svg + " --kept-columns 30");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("window:32        keeps 32 positions at the end; token 0 in 0%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sinks:4:28       keeps 32 positions at the end; token 0 in 100%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("h2o:4:14:14"), std::string::npos);
+  const std::string s = test::read_file(svg);
+  for (const char* name : {">window:32<", ">sinks:4:28<", ">h2o:4:14:14<"}) EXPECT_NE(s.find(name), std::string::npos);
+  EXPECT_EQ(std::system(("xmllint --noout " + svg).c_str()), 0);
+  std::remove(svg.c_str());
+  const auto h2o = run(base + " --policy h2o:4:14:14");
+  EXPECT_EQ(h2o.rc, 1);
+  EXPECT_NE(h2o.err.find("--kept draws what h2o keeps"), std::string::npos) << h2o.err;
+}
+
 }  // namespace
 }  // namespace ss
