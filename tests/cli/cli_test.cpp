@@ -198,9 +198,11 @@ TEST(Cli, MakeModelWritesEveryArchitecture) {
     if (args.find("gpt-oss") != std::string::npos) {
       auto f = GgufFile::open(a);
       ASSERT_TRUE(f.ok());
-      for (const auto& t : f.value().tensors())
-        if (t.name.find("_exps.weight") != std::string::npos)
+      for (const auto& t : f.value().tensors()) {
+        if (t.name.find("_exps.weight") != std::string::npos) {
           EXPECT_EQ(t.raw_type, static_cast<uint32_t>(GgmlType::MXFP4)) << t.name;
+        }
+      }
     }
     std::remove(a.c_str());
     std::remove(b.c_str());
