@@ -61,7 +61,9 @@ BenchCommand::BenchCommand(CLI::App& app) {
   sub_->add_option("--samples", samples_, "decode steps timed at each position")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  sub_->add_option("--compare", compare_, "baseline policy to compare per-token time against (e.g. recompute:512)");
+  sub_->add_option("--compare", compare_,
+                   "baseline to compare per-token time against: recompute:L, or another cache policy decoded in "
+                   "alternation at the first --positions position (e.g. h2o:4:126:126 against sinks:4:252)");
   sub_->add_option("--pair", pair_,
                    "two stream positions A,B decoded in alternation (one step each, same machine state): "
                    "per-token p50/p99 at B vs A, e.g. 10000,1000000");
@@ -262,6 +264,37 @@ int BenchCommand::run() {
           100.0 * (p99[1] / p99[0] - 1), 100.0 * (p50[1] / p50[0] - 1));
   }
 
+  // A stream under `pol` fed random tokens up to stream position `at_pos`.
+  const auto ff_prompt = random_tokens(4096);
+  auto fast_forward = [&](Engine& e, const KvPolicy& pol, int64_t at_pos) -> Result<SeqId> {
+    SS_ASSIGN_OR_RETURN(const SeqId id, e.create_sequence(pol));
+    for (int64_t p = 0; p < at_pos;) {
+      const auto n = static_cast<size_t>(std::min<int64_t>(at_pos - p, static_cast<int64_t>(ff_prompt.size())));
+      const BatchItem item{id, std::span<const int32_t>(ff_prompt.data(), n), false};
+      SS_TRY(e.forward(std::span<const BatchItem>(&item, 1), logits));
+      p += static_cast<int64_t>(n);
+    }
+    return id;
+  };
+  // samples_ decode steps of each stream in turn, who goes first rotating,
+  // so the machine's drift falls on all alike; per-step latencies (ms).
+  auto interleaved_decode = [&](std::vector<std::unique_ptr<Engine>>& engines,
+                                const std::vector<SeqId>& ids) -> Result<std::vector<std::vector<double>>> {
+    const size_t K = engines.size();
+    std::vector<std::vector<double>> lat(K);
+    std::vector<int32_t> tok(K, static_cast<int32_t>(rng() % static_cast<uint64_t>(V)));
+    for (int i = 0; i < samples_ + 8; ++i)
+      for (size_t k = 0; k < K; ++k) {
+        const size_t s = (static_cast<size_t>(i) + k) % K;
+        const BatchItem item{ids[s], std::span<const int32_t>(&tok[s], 1), false};
+        const auto t0 = Clock::now();
+        SS_TRY(engines[s]->forward(std::span<const BatchItem>(&item, 1), logits));
+        if (i >= 8) lat[s].push_back(ms_since(t0));  // the first steps warm caches
+        tok[s] = static_cast<int32_t>(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin());
+      }
+    return lat;
+  };
+
   if (!kv_types_.empty()) {
     // One engine per type, each stream fast-forwarded to the same position
     // with the same tokens, then one decode step of each in turn (rotating
@@ -278,37 +311,21 @@ int BenchCommand::run() {
     const int64_t at_pos = positions->front();
     std::vector<std::unique_ptr<Engine>> engines;
     std::vector<SeqId> ids;
-    const auto prompt = random_tokens(static_cast<size_t>(std::min<int64_t>(at_pos, 4096)));
     for (GgmlType t : types) {
       EngineOptions te = eo;
       te.kv_type = t;
       size_kv_pools(te, model->config, policy, std::max<int64_t>(dense_tokens, samples_ + 4096));
       engines.push_back(std::make_unique<Engine>(model, te));
-      ids.push_back(engines.back()->create_sequence(policy).value());
-      for (int64_t p = 0; p < at_pos;) {
-        const auto n = static_cast<size_t>(std::min<int64_t>(at_pos - p, static_cast<int64_t>(prompt.size())));
-        const BatchItem item{ids.back(), std::span<const int32_t>(prompt.data(), n), false};
-        if (auto st = engines.back()->forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
-          return fail(st.error().message);
-        p += static_cast<int64_t>(n);
-      }
+      auto id = fast_forward(*engines.back(), policy, at_pos);
+      if (!id.ok()) return fail(id.error().message);
+      ids.push_back(id.value());
     }
+    const auto lat = interleaved_decode(engines, ids);
+    if (!lat.ok()) return fail(lat.error().message);
     const size_t K = types.size();
-    std::vector<std::vector<double>> lat(K);
-    std::vector<int32_t> tok(K, static_cast<int32_t>(rng() % static_cast<uint64_t>(V)));
-    for (int i = 0; i < samples_ + 8; ++i)
-      for (size_t k = 0; k < K; ++k) {
-        const size_t s = (static_cast<size_t>(i) + k) % K;
-        const BatchItem item{ids[s], std::span<const int32_t>(&tok[s], 1), false};
-        const auto t0 = Clock::now();
-        if (auto st = engines[s]->forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
-          return fail(st.error().message);
-        if (i >= 8) lat[s].push_back(ms_since(t0));
-        tok[s] = static_cast<int32_t>(std::max_element(logits[0].begin(), logits[0].end()) - logits[0].begin());
-      }
-    const double base_p50 = percentile(lat[0], 0.5);
+    const double base_p50 = percentile(lat.value()[0], 0.5);
     for (size_t k = 0; k < K; ++k) {
-      const double p50 = percentile(lat[k], 0.5);
+      const double p50 = percentile(lat.value()[k], 0.5);
       // Bytes one cached token takes in every layer (both pools).
       const Engine& e = *engines[k];
       double per_token = static_cast<double>(e.pool().block_bytes()) / e.pool().block_tokens();
@@ -411,7 +428,36 @@ int BenchCommand::run() {
   if (!compare_.empty()) {
     auto base = StreamMode::parse(compare_, model->config.trained_context);
     if (!base.ok()) return fail(base.error().message);
-    if (!base->recompute()) return fail("--compare takes recompute:L");
+    if (!base->recompute()) {
+      // Another cache policy (h2o against sinks at one budget): both streams
+      // at the first --positions position, decoded in alternation.
+      const int64_t at_pos = positions->front();
+      std::vector<std::unique_ptr<Engine>> engines;
+      std::vector<SeqId> ids;
+      for (const KvPolicy& p : {policy, base->policy}) {
+        EngineOptions pe = eo;
+        size_kv_pools(pe, model->config, p, std::max<int64_t>(dense_tokens, samples_ + 4096));
+        engines.push_back(std::make_unique<Engine>(model, pe));
+        auto id = fast_forward(*engines.back(), p, at_pos);
+        if (!id.ok()) return fail(id.error().message);
+        ids.push_back(id.value());
+      }
+      const auto lat = interleaved_decode(engines, ids);
+      if (!lat.ok()) return fail(lat.error().message);
+      const double ours = percentile(lat.value()[0], 0.5), theirs = percentile(lat.value()[1], 0.5);
+      out["compare"] = {{"policy", base->name()},
+                        {"position", at_pos},
+                        {"p50_ms", theirs},
+                        {"ours_p50_ms", ours},
+                        {"speedup_p50", theirs / ours}};
+      if (!json_)
+        std::printf("alternating decode at %lld, %d steps each: %s p50 %.4f ms, %s p50 %.4f ms -> %s takes %.2fx the "
+                    "time per token\n",
+                    static_cast<long long>(at_pos), samples_, policy.name().c_str(), ours, base->name().c_str(), theirs,
+                    base->name().c_str(), theirs / ours);
+      if (json_) std::printf("%s\n", out.dump(2).c_str());
+      return 0;
+    }
     const int64_t L = base->recompute_len;
     EngineOptions be = eo;
     size_kv_pools(be, model->config, KvPolicy::dense(), L);
