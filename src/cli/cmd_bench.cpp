@@ -153,6 +153,7 @@ int BenchCommand::run() {
       std::printf(" = %.1f KiB\n", (full_bytes + swa_bytes) / 1024.0);
     }
   }
+  if (auto st = engine.check_policy(policy); !st.ok()) return fail(st.error().message);
   for (int64_t n : prefill.value()) {
     double best = 1e300;
     for (int rep = 0; rep < 3; ++rep) {
@@ -451,10 +452,11 @@ int BenchCommand::run() {
                         {"ours_p50_ms", ours},
                         {"speedup_p50", theirs / ours}};
       if (!json_)
-        std::printf("alternating decode at %lld, %d steps each: %s p50 %.4f ms, %s p50 %.4f ms -> %s takes %.2fx the "
-                    "time per token\n",
-                    static_cast<long long>(at_pos), samples_, policy.name().c_str(), ours, base->name().c_str(), theirs,
-                    base->name().c_str(), theirs / ours);
+        std::printf(
+            "alternating decode at %lld, %d steps each: %s p50 %.4f ms, %s p50 %.4f ms -> %s takes %.2fx the "
+            "time per token\n",
+            static_cast<long long>(at_pos), samples_, policy.name().c_str(), ours, base->name().c_str(), theirs,
+            base->name().c_str(), theirs / ours);
       if (json_) std::printf("%s\n", out.dump(2).c_str());
       return 0;
     }

@@ -89,7 +89,11 @@ int GenerateCommand::run() {
   }
 
   SeqId seq = -1;
-  if (!mode.recompute()) seq = engine.create_sequence(mode.policy).value();
+  if (!mode.recompute()) {
+    auto created = engine.create_sequence(mode.policy);
+    if (!created.ok()) return fail(created.error().message);
+    seq = created.value();
+  }
   std::vector<std::vector<float>> logits;
   auto step = [&](std::span<const int32_t> toks) -> Status {
     if (mode.recompute()) {

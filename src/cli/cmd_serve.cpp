@@ -81,7 +81,8 @@ int ServeCommand::run() {
   const auto model = model_r.value();
   auto pols = policy_.resolve(model->config.trained_context);
   if (!pols.ok()) return fail(pols.error().message);
-  if (pols.value()[0].recompute() || !pols.value()[0].policy.bounded())
+  // h2o keeps per-head caches that sessions cannot persist or share.
+  if (pols.value()[0].recompute() || !pols.value()[0].policy.bounded() || pols.value()[0].policy.h2o())
     return fail("serve needs a streaming policy (sinks:S:W or window:W)");
   ServerOptions so;
   so.host = host_;

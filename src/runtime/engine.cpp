@@ -77,17 +77,21 @@ size_t Engine::used_kv_bytes() const {
   return b;
 }
 
+Status Engine::check_policy(const KvPolicy& policy) const {
+  if (!policy.h2o()) return ok_status();
+  const auto& c = config();
+  // Each KV head places its own tokens: a quantized block must not span heads.
+  if (!kv_k_dim_major(pool_.type()) && c.head_dim % 32 != 0)
+    return make_error("h2o with KV type " + kv_type_name(pool_.type()) +
+                      " needs heads a multiple of 32 wide (this model's are " + std::to_string(c.head_dim) +
+                      "); use a float KV type");
+  if (observer_) return make_error("the attention inspector does not follow h2o's per-head caches");
+  return ok_status();
+}
+
 Result<SeqId> Engine::create_sequence(const KvPolicy& policy) {
   const auto& c = config();
-  if (policy.h2o()) {
-    // Each KV head places its own tokens: a quantized block must not span heads.
-    if (!kv_k_dim_major(pool_.type()) && c.head_dim % 32 != 0)
-      return make_error("h2o with KV type " + kv_type_name(pool_.type()) +
-                        " needs heads a multiple of 32 wide (this "
-                        "model's are " +
-                        std::to_string(c.head_dim) + "); use a float KV type");
-    if (observer_) return make_error("the attention inspector does not follow h2o's per-head caches");
-  }
+  SS_TRY(check_policy(policy));
   const SeqId id = next_id_++;
   EngineSequence& s = seqs_[id];
   s.kv[kFull] = std::make_unique<SequenceKv>(pool_, policy, opts_.max_chunk, c.full_layers() * c.n_kv_heads);

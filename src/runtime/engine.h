@@ -100,6 +100,9 @@ class Engine {
   size_t used_kv_bytes() const;
   ThreadPool& threads() { return threads_; }
 
+  // Whether sequences under `policy` can run here (h2o with a quantized KV
+  // type needs whole 32-blocks per head, and no attention observer).
+  Status check_policy(const KvPolicy& policy) const;
   Result<SeqId> create_sequence(const KvPolicy& policy);
   void free_sequence(SeqId id);
   const SequenceKv* sequence(SeqId id) const;

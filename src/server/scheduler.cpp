@@ -35,6 +35,7 @@ Scheduler::Scheduler(std::shared_ptr<const Model> model, const SchedulerOptions&
         }
         return eo;
       }()) {
+  SS_CHECK_MSG(!opts_.policy.h2o(), "sessions cannot persist h2o's per-head caches (serve refuses the policy)");
   fp_ = fingerprint_of(model->config);
   spill_dir_ = opts_.spill_dir;
   if (opts_.state_dir.empty() && spill_dir_.empty()) {

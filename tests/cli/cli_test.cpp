@@ -81,6 +81,12 @@ TEST(Cli, BadInputGivesClearErrorsNotCrashes) {
   EXPECT_NE(c.out.find("invalid policy"), std::string::npos);
   auto d = run("generate --temp -1 -n 3" + m, true);
   EXPECT_EQ(d.rc, 1);
+  auto e = run("serve --policy h2o:4:20:8 --port 0" + m, true);
+  EXPECT_EQ(e.rc, 1);
+  EXPECT_NE(e.out.find("serve needs a streaming policy"), std::string::npos) << e.out;
+  auto f = run("generate -n 3 --kv-type q8_0 --policy h2o:4:20:8" + m, true);  // 8-wide heads
+  EXPECT_EQ(f.rc, 1);
+  EXPECT_NE(f.out.find("heads a multiple of 32"), std::string::npos) << f.out;
 }
 
 // The kernel report follows the cap, whatever this machine is: a capped
