@@ -132,7 +132,14 @@ TEST(SinkSharing, RandomWorkloadEqualsFreshSchedulerPerSession) {
 // several at a time (batched together), seeded sampling as well as greedy,
 // and restarts of the scheduler on its state directory. Every completed turn
 // must equal a fresh scheduler's answer for that session's transcript alone.
-TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshScheduler) {
+// kv_type: the cache's element type (spills and restarts carry it; shared
+// sink blocks are in it).
+void random_workload_with_spills(GgmlType kv_type) {
+  auto options = [&] {
+    SchedulerOptions so = ::ss::options();
+    so.kv_type = kv_type;
+    return so;
+  };
   auto m = test::stories_gguf();
   const auto text = test::read_ids(test::shared("golden/stories260K/tokens.txt"));
   std::mt19937 rng(41);
@@ -241,6 +248,14 @@ TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshSchedule
   }
   EXPECT_EQ(blocks_used(*shared), 0) << "blocks leaked after every session was deleted";
   std::filesystem::remove_all(dir);
+}
+
+TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshScheduler) {
+  random_workload_with_spills(GgmlType::F32);
+}
+
+TEST(SinkSharing, RandomWorkloadWithSpillsRestartsAndSamplingEqualsFreshSchedulerInQ8_0) {
+  random_workload_with_spills(GgmlType::Q8_0);
 }
 
 }  // namespace
