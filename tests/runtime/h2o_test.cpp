@@ -56,19 +56,7 @@ TEST(H2o, ZeroHeavyHittersIsSinksOrWindowOnTheBundledModels) {
   }
 }
 
-std::vector<float> feed(Engine& e, SeqId id, std::span<const int32_t> toks, int chunk) {
-  std::vector<float> out;
-  std::vector<std::vector<float>> logits;
-  for (size_t i = 0; i < toks.size(); i += static_cast<size_t>(chunk)) {
-    const auto part = toks.subspan(i, std::min(toks.size() - i, static_cast<size_t>(chunk)));
-    const BatchItem item{id, part, true};
-    const Status st = e.forward(std::span<const BatchItem>(&item, 1), logits);
-    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
-    if (!st.ok()) break;
-    out.insert(out.end(), logits[0].begin(), logits[0].end());
-  }
-  return out;
-}
+constexpr auto feed = test::feed_chunks;
 
 float worst_logit_diff(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(a.size(), b.size());

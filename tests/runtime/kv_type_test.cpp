@@ -13,17 +13,7 @@ namespace {
 
 constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
 
-std::vector<float> feed(Engine& e, SeqId id, std::span<const int32_t> toks, int chunk) {
-  std::vector<float> out;
-  std::vector<std::vector<float>> logits;
-  for (size_t i = 0; i < toks.size(); i += static_cast<size_t>(chunk)) {
-    const auto part = toks.subspan(i, std::min(toks.size() - i, static_cast<size_t>(chunk)));
-    const BatchItem item{id, part, true};
-    EXPECT_TRUE(e.forward(std::span<const BatchItem>(&item, 1), logits).ok());
-    out.insert(out.end(), logits[0].begin(), logits[0].end());
-  }
-  return out;
-}
+constexpr auto feed = test::feed_chunks;
 
 EngineOptions options(GgmlType t) {
   EngineOptions eo;
