@@ -1,7 +1,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <optional>
 
 #include "cli/commands.h"
 #include "cli/svg_plot.h"
@@ -113,7 +112,7 @@ int AttentionCommand::run() {
     if (!p.ok()) return fail(p.error().message + "; attention inspection needs a cache policy");
     pols.push_back(p.value());
   }
-  const auto pol = std::optional<KvPolicy>(pols[0]);
+  const KvPolicy& pol = pols[0];  // the inspector's
 
   auto eo_r = engine_options(model_, policy_, c);
   if (!eo_r.ok()) return fail(eo_r.error().message);
@@ -125,24 +124,24 @@ int AttentionCommand::run() {
     std::printf("wrote %s: kept positions under %zu policies over %zu tokens\n", kept_.c_str(), pols.size(),
                 tokens.size());
   }
-  if (pol->h2o()) {
+  if (pol.h2o()) {
     if (!kept_.empty()) return 0;
     return fail(
         "the attention-share inspector needs a position-only policy (h2o keeps per-head caches); "
         "--kept draws what h2o keeps");
   }
-  size_kv_pools(eo, c, pol.value(), static_cast<int64_t>(tokens.size()));
+  size_kv_pools(eo, c, pol, static_cast<int64_t>(tokens.size()));
   Engine engine(model, eo);
   AttentionStats stats(c.n_layers, c.n_heads, first_k_, map_layer_, map_head_, map_queries_);
   engine.set_attention_observer(&stats);
-  const SeqId id = engine.create_sequence(pol.value()).value();
+  const SeqId id = engine.create_sequence(pol).value();
   std::vector<std::vector<float>> logits;
   const BatchItem item{id, tokens, false};
   if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok()) return fail(st.error().message);
   const auto shares = stats.finish();
 
   std::printf("%zu tokens, policy %s, share of attention on the first %lld token(s)\n", tokens.size(),
-              pol->name().c_str(), static_cast<long long>(first_k_));
+              pol.name().c_str(), static_cast<long long>(first_k_));
   std::printf("%5s %5s %12s %12s %8s\n", "layer", "head", "first-k", "uniform", "ratio");
   int flagged = 0;
   for (int l = 0; l < c.n_layers; ++l)

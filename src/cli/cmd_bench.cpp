@@ -277,6 +277,23 @@ int BenchCommand::run() {
     }
     return id;
   };
+  // One engine per (options, policy), each with a stream fast-forwarded to
+  // the first --positions position, ready for interleaved_decode.
+  struct Streams {
+    std::vector<std::unique_ptr<Engine>> engines;
+    std::vector<SeqId> ids;
+  };
+  auto start_streams = [&](const std::vector<std::pair<EngineOptions, KvPolicy>>& setups) -> Result<Streams> {
+    Streams s;
+    for (const auto& [options, pol] : setups) {
+      EngineOptions so = options;
+      size_kv_pools(so, model->config, pol, std::max<int64_t>(dense_tokens, samples_ + 4096));
+      s.engines.push_back(std::make_unique<Engine>(model, so));
+      SS_ASSIGN_OR_RETURN(const SeqId id, fast_forward(*s.engines.back(), pol, positions->front()));
+      s.ids.push_back(id);
+    }
+    return s;
+  };
   // samples_ decode steps of each stream in turn, who goes first rotating,
   // so the machine's drift falls on all alike; per-step latencies (ms).
   auto interleaved_decode = [&](std::vector<std::unique_ptr<Engine>>& engines,
@@ -310,18 +327,15 @@ int BenchCommand::run() {
       b = e + 1;
     }
     const int64_t at_pos = positions->front();
-    std::vector<std::unique_ptr<Engine>> engines;
-    std::vector<SeqId> ids;
+    std::vector<std::pair<EngineOptions, KvPolicy>> setups;
     for (GgmlType t : types) {
-      EngineOptions te = eo;
-      te.kv_type = t;
-      size_kv_pools(te, model->config, policy, std::max<int64_t>(dense_tokens, samples_ + 4096));
-      engines.push_back(std::make_unique<Engine>(model, te));
-      auto id = fast_forward(*engines.back(), policy, at_pos);
-      if (!id.ok()) return fail(id.error().message);
-      ids.push_back(id.value());
+      setups.emplace_back(eo, policy);
+      setups.back().first.kv_type = t;
     }
-    const auto lat = interleaved_decode(engines, ids);
+    auto streams = start_streams(setups);
+    if (!streams.ok()) return fail(streams.error().message);
+    auto& engines = streams->engines;
+    const auto lat = interleaved_decode(engines, streams->ids);
     if (!lat.ok()) return fail(lat.error().message);
     const size_t K = types.size();
     const double base_p50 = percentile(lat.value()[0], 0.5);
@@ -433,17 +447,9 @@ int BenchCommand::run() {
       // Another cache policy (h2o against sinks at one budget): both streams
       // at the first --positions position, decoded in alternation.
       const int64_t at_pos = positions->front();
-      std::vector<std::unique_ptr<Engine>> engines;
-      std::vector<SeqId> ids;
-      for (const KvPolicy& p : {policy, base->policy}) {
-        EngineOptions pe = eo;
-        size_kv_pools(pe, model->config, p, std::max<int64_t>(dense_tokens, samples_ + 4096));
-        engines.push_back(std::make_unique<Engine>(model, pe));
-        auto id = fast_forward(*engines.back(), p, at_pos);
-        if (!id.ok()) return fail(id.error().message);
-        ids.push_back(id.value());
-      }
-      const auto lat = interleaved_decode(engines, ids);
+      auto streams = start_streams({{eo, policy}, {eo, base->policy}});
+      if (!streams.ok()) return fail(streams.error().message);
+      const auto lat = interleaved_decode(streams->engines, streams->ids);
       if (!lat.ok()) return fail(lat.error().message);
       const double ours = percentile(lat.value()[0], 0.5), theirs = percentile(lat.value()[1], 0.5);
       out["compare"] = {{"policy", base->name()},

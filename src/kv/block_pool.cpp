@@ -95,9 +95,10 @@ void BlockPool::store_part(BlockId id, int layer, int offset, int elem0, int n, 
   uint8_t* vb = kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_;
   if (kv_k_dim_major(cfg_.type)) {
     const size_t es = elem_bytes();
-    for (int d = 0; d < n; ++d)
-      quantize_row(cfg_.type, k_in + d,
-                   kb + (static_cast<size_t>(elem0 + d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es, 1);
+    thread_local std::vector<uint8_t> k_elems;  // the row's K in the pool's type, then scattered to its column
+    k_elems.resize(static_cast<size_t>(n) * es);
+    quantize_row(cfg_.type, k_in, k_elems.data(), n);
+    put_k_column(kb, offset, elem0, n, k_elems.data());
     quantize_row(cfg_.type, v_in, vb + static_cast<size_t>(elem0) * es, n);
   } else {
     SS_CHECK_MSG(elem0 % 32 == 0 && n % 32 == 0, "quantized KV rows are written in whole blocks");
@@ -105,6 +106,13 @@ void BlockPool::store_part(BlockId id, int layer, int offset, int elem0, int n, 
     quantize_row(cfg_.type, k_in, kb + static_cast<size_t>(offset) * row_bytes_ + skip, n);
     quantize_row(cfg_.type, v_in, vb + skip, n);
   }
+}
+
+void BlockPool::put_k_column(uint8_t* kb, int offset, int elem0, int n, const uint8_t* elems) const {
+  const size_t es = elem_bytes();
+  for (int d = 0; d < n; ++d)
+    std::memcpy(kb + (static_cast<size_t>(elem0 + d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es,
+                elems + static_cast<size_t>(d) * es, es);
 }
 
 void BlockPool::load(BlockId id, int layer, int offset, float* k_row, float* v_row) const {
@@ -131,14 +139,10 @@ void BlockPool::load_raw(BlockId id, int layer, int offset, uint8_t* k_row, uint
 void BlockPool::store_raw(BlockId id, int layer, int offset, const uint8_t* k_row, const uint8_t* v_row) {
   SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
   uint8_t* kb = base(id, layer);
-  if (kv_k_dim_major(cfg_.type)) {
-    const size_t es = elem_bytes();
-    for (int d = 0; d < cfg_.kv_dim; ++d)
-      std::memcpy(kb + (static_cast<size_t>(d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es,
-                  k_row + static_cast<size_t>(d) * es, es);
-  } else {
+  if (kv_k_dim_major(cfg_.type))
+    put_k_column(kb, offset, 0, cfg_.kv_dim, k_row);
+  else
     std::memcpy(kb + static_cast<size_t>(offset) * row_bytes_, k_row, row_bytes_);
-  }
   std::memcpy(kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, v_row, row_bytes_);
 }
 

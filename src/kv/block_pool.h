@@ -92,6 +92,9 @@ class BlockPool {
  private:
   uint8_t* base(BlockId id, int layer);
   size_t elem_bytes() const;  // float types
+  // Dimension-major K: elements [elem0, elem0 + n) of one token (n elements
+  // of the pool's type, contiguous) into the token's column `offset`.
+  void put_k_column(uint8_t* kb, int offset, int elem0, int n, const uint8_t* elems) const;
 
   BlockPoolConfig cfg_;
   size_t row_bytes_;    // one token's K (or V) row of one layer

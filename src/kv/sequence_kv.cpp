@@ -56,26 +56,20 @@ Status SequenceKv::reserve(int64_t n) {
     // entries: at most the held ones plus this chunk.
     const int64_t need = std::min(cached_entries() + n, ring_tokens_);
     const int64_t B = pool_.block_tokens();
-    for (int64_t b = 0; b * B < need; ++b) {
-      BlockId& id = window_blocks_[static_cast<size_t>(b)];
-      if (id >= 0) continue;
-      auto got = pool_.allocate();
-      if (!got)
-        return make_error("KV cache full: no free block in the pool (" + std::to_string(pool_.total_blocks()) +
-                          " blocks of " + std::to_string(pool_.block_tokens()) + " tokens)");
-      id = *got;
-    }
+    for (int64_t b = 0; b * B < need; ++b) SS_TRY(hold(window_blocks_[static_cast<size_t>(b)]));
     return ok_status();
   }
-  for (int64_t u = n_seen_; u < n_seen_ + n; ++u) {
-    BlockId* b = block_for(u);
-    if (*b >= 0) continue;
-    auto id = pool_.allocate();
-    if (!id)
-      return make_error("KV cache full: no free block in the pool (" + std::to_string(pool_.total_blocks()) +
-                        " blocks of " + std::to_string(pool_.block_tokens()) + " tokens)");
-    *b = *id;
-  }
+  for (int64_t u = n_seen_; u < n_seen_ + n; ++u) SS_TRY(hold(*block_for(u)));
+  return ok_status();
+}
+
+Status SequenceKv::hold(BlockId& entry) {
+  if (entry >= 0) return ok_status();
+  auto id = pool_.allocate();
+  if (!id)
+    return make_error("KV cache full: no free block in the pool (" + std::to_string(pool_.total_blocks()) +
+                      " blocks of " + std::to_string(pool_.block_tokens()) + " tokens)");
+  entry = *id;
   return ok_status();
 }
 
@@ -117,11 +111,8 @@ Status SequenceKv::restore(int64_t n_seen, const std::vector<int64_t>& resident)
   SS_CHECK(n_seen_ == 0);
   for (int64_t u : resident) {
     if (u < 0 || u >= n_seen) return make_error("restore: index outside the sequence");
-    BlockId* b = block_for(u);
-    if (*b >= 0) continue;
-    auto id = pool_.allocate();
-    if (!id) return make_error("KV cache full: cannot restore the sequence");
-    *b = *id;
+    if (auto st = hold(*block_for(u)); !st.ok())
+      return make_error("cannot restore the sequence: " + st.error().message);
   }
   n_seen_ = n_seen;
   return ok_status();

@@ -78,6 +78,8 @@ class SequenceKv {
 
  private:
   BlockId* block_for(int64_t text_index);
+  // A block for a table entry that has none (-1); a full pool is an error.
+  Status hold(BlockId& entry);
 
   BlockPool& pool_;
   KvPolicy policy_;

@@ -480,58 +480,56 @@ SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* 
 
 SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
                                            const float* v_rows, int v_stride, int first, int count, int hd, float scale,
-                                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring){
+                                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring) {
 #define SS_ONLINE(HD)                                                                                                  \
   online_update<HD, F32Elems>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, \
                               scoring)
-    SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+#undef SS_ONLINE
+}
+
+// A float-type block (K dimension-major) read through element loader E.
+template <class E>
+SS_ALWAYS_INLINE void online_update_float(const float* q, int g, const KvHeadView& kv, int first, int count, int hd,
+                                          float scale, float* m, float* l, float* acc, float* scratch,
+                                          const AttnScoring* sc) {
+  using T = typename E::T;
+  const T* k = static_cast<const T*>(kv.k) + static_cast<long>(kv.elem0) * kv.col_stride;
+  const T* v = static_cast<const T*>(kv.v) + kv.elem0;
+  const int vs = static_cast<int>(kv.row_bytes / sizeof(T));
+#define SS_ONLINE(HD) \
+  online_update<HD, E>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
+  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+#undef SS_ONLINE
+}
+
+// A Q8_0 / Q4_0 block (K token-major in ggml blocks).
+template <GgmlType QT>
+SS_ALWAYS_INLINE void online_update_blocks(const float* q, int g, const KvHeadView& kv, int first, int count, int hd,
+                                           float scale, float* m, float* l, float* acc, float* scratch,
+                                           const AttnScoring* sc) {
+  const auto* k = static_cast<const uint8_t*>(kv.k);
+  const auto* v = static_cast<const uint8_t*>(kv.v);
+#define SS_ONLINE(HD) \
+  online_update_quant<HD, QT>(q, g, k, v, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, scratch, sc)
+  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
 #undef SS_ONLINE
 }
 
 SS_CLONE_IMPL void attn_online_update_kv_clone_impl(const float* q, int g, const KvHeadView& kv, int first, int count,
                                                     int hd, float scale, float* m, float* l, float* acc, float* scratch,
                                                     const AttnScoring* sc) {
-  const auto* k8 = static_cast<const uint8_t*>(kv.k);
-  const auto* v8 = static_cast<const uint8_t*>(kv.v);
-  const long kc = static_cast<long>(kv.elem0) * kv.col_stride;
   switch (kv.type) {
-    case GgmlType::F32: {
-      const auto* k = reinterpret_cast<const float*>(k8) + kc;
-      const auto* v = reinterpret_cast<const float*>(v8) + kv.elem0;
-      const int vs = static_cast<int>(kv.row_bytes / sizeof(float));
-#define SS_ONLINE(HD) \
-  online_update<HD, F32Elems>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
-      SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-#undef SS_ONLINE
-    }
+    case GgmlType::F32:
+      return online_update_float<F32Elems>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
     case GgmlType::F16:
-    case GgmlType::BF16: {
-      const auto* k = reinterpret_cast<const uint16_t*>(k8) + kc;
-      const auto* v = reinterpret_cast<const uint16_t*>(v8) + kv.elem0;
-      const int vs = static_cast<int>(kv.row_bytes / sizeof(uint16_t));
-#define SS_ONLINE(HD) \
-  online_update<HD, E>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
-      if (kv.type == GgmlType::F16) {
-        using E = F16Elems;
-        SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-      } else {
-        using E = BF16Elems;
-        SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-      }
-#undef SS_ONLINE
-    }
+      return online_update_float<F16Elems>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
+    case GgmlType::BF16:
+      return online_update_float<BF16Elems>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
     case GgmlType::Q8_0:
-#define SS_ONLINE(HD)                                                                                               \
-  online_update_quant<HD, GgmlType::Q8_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, \
-                                          scratch, sc)
-      SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-#undef SS_ONLINE
+      return online_update_blocks<GgmlType::Q8_0>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
     case GgmlType::Q4_0:
-#define SS_ONLINE(HD)                                                                                               \
-  online_update_quant<HD, GgmlType::Q4_0>(q, g, k8, v8, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, \
-                                          scratch, sc)
-      SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-#undef SS_ONLINE
+      return online_update_blocks<GgmlType::Q4_0>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
     default:
       break;
   }

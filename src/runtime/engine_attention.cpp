@@ -106,7 +106,7 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
   const int group = c.n_heads / c.n_kv_heads;
   const LayerAttentionSetup a = attention_setup(layer);
   SS_CHECK_MSG(b.h2o_parts.empty(), "the attention inspector does not follow h2o's per-head caches");
-  std::vector<float> scores, acc, extra, kbuf, vbuf;
+  std::vector<float> scores, acc, extra, keys, values;
   for (int t = 0; t < b.T; ++t) {
     for (int h = 0; h < c.n_heads; ++h) {
       const SequenceKv& seq = *b.seq[t]->kv[a.group];
@@ -122,17 +122,17 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
       const int64_t n_win = pos >= w0 ? pos - w0 + 1 : 0;
       const auto n = static_cast<size_t>(n_sinks + n_win);
       scores.resize(n);
+      values.resize(n * static_cast<size_t>(hd));  // [n][hd], decoded once while scoring
       const size_t head_off = static_cast<size_t>(kvh) * hd;
       const CachePositions cp{pol, pos};
       // Scores: sinks with the cache-position query, window with the text-position one.
       size_t j = 0;
       auto score_run = [&](const float* q) {
         return [&, q](BlockId blk, int off, int count, int64_t first) {
-          kbuf.resize(static_cast<size_t>(count) * hd);
-          vbuf.resize(static_cast<size_t>(count) * hd);
-          kv_decode_head(a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), off, count, hd, kbuf.data(),
-                         vbuf.data());
-          attn_scores(q, kbuf.data(), count, count, hd, a.scale, scores.data() + j);
+          keys.resize(static_cast<size_t>(count) * hd);
+          kv_decode_head(a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), off, count, hd, keys.data(),
+                         values.data() + j * static_cast<size_t>(hd));
+          attn_scores(q, keys.data(), count, count, hd, a.scale, scores.data() + j);
           if (const float cap = c.attn_softcap; cap > 0)
             for (int r = 0; r < count; ++r) scores[j + r] = cap * std::tanh(scores[j + r] / cap);
           if (c.positions == PositionKind::Alibi)
@@ -149,17 +149,7 @@ void Engine::attention_observed(int layer, const RoundBatch& b) {
       softmax_with_extra(scores.data(), static_cast<int>(n), extra.data(), a.n_sink_logits);
       observer_->on_attention(layer, h, b.seq_id[t], pos, n_sinks, w0, scores);
       acc.assign(static_cast<size_t>(hd), 0.0f);
-      j = 0;
-      auto mix_run = [&](BlockId blk, int off, int count, int64_t) {
-        kbuf.resize(static_cast<size_t>(count) * hd);
-        vbuf.resize(static_cast<size_t>(count) * hd);
-        kv_decode_head(a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), off, count, hd, kbuf.data(),
-                       vbuf.data());
-        attn_accumulate(scores.data() + j, vbuf.data(), hd, count, hd, acc.data());
-        j += static_cast<size_t>(count);
-      };
-      seq.for_each_run(0, n_sinks, mix_run);
-      seq.for_each_run(w0, w0 + n_win, mix_run);
+      attn_accumulate(scores.data(), values.data(), hd, static_cast<int>(n), hd, acc.data());
       std::copy(acc.begin(), acc.end(), att_.data() + static_cast<size_t>(t) * qd + static_cast<size_t>(h) * hd);
     }
   }

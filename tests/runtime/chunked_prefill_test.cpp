@@ -54,8 +54,7 @@ TEST(ChunkedPrefill, EqualsTokenByTokenFeeding) {
   for (auto m : {test::stories_gguf(), test::ts656k()}) {
     ASSERT_TRUE(m);
     std::vector<int32_t> prompt;
-    const auto golden = test::read_ids(test::shared(m->config.n_vocab == 512 ? "golden/stories260K/tokens.txt"
-                                                                             : "golden/tinystories-656k/tokens.txt"));
+    const auto golden = test::golden_tokens(*m);
     for (int64_t s : {0, 1, 4}) {
       const int64_t w = 24;
       const auto pol = KvPolicy::sinks_window(s, w);

@@ -94,8 +94,7 @@ std::vector<std::vector<int64_t>> kept(const Engine& e, SeqId id) {
 TEST(H2o, ChunkedPrefillEqualsTokenByToken) {
   for (auto m : {test::stories_gguf(), test::ts656k()}) {
     ASSERT_TRUE(m);
-    const auto golden = test::read_ids(test::shared(m->config.n_vocab == 512 ? "golden/stories260K/tokens.txt"
-                                                                             : "golden/tinystories-656k/tokens.txt"));
+    const auto golden = test::golden_tokens(*m);
     const std::vector<int32_t> prompt(golden.begin(), golden.begin() + 200);
     for (const char* spec : {"h2o:4:20:12", "h2o:0:16:16"}) {
       EngineOptions eo;

@@ -28,8 +28,7 @@ EngineOptions options(GgmlType t) {
 TEST(KvType, ChunkedPrefillEqualsTokenByTokenInEveryType) {
   for (auto m : {test::stories_gguf(), test::ts656k()}) {
     ASSERT_TRUE(m);
-    const auto golden = test::read_ids(test::shared(m->config.n_vocab == 512 ? "golden/stories260K/tokens.txt"
-                                                                             : "golden/tinystories-656k/tokens.txt"));
+    const auto golden = test::golden_tokens(*m);
     const std::vector<int32_t> prompt(golden.begin(), golden.begin() + 150);
     const auto pol = KvPolicy::sinks_window(4, 24);
     for (GgmlType t : kTypes) {

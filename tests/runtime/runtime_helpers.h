@@ -27,6 +27,13 @@ inline std::shared_ptr<const Model> stories_bin() {
 }
 inline std::shared_ptr<const Model> ts656k() { return model_at("models/tinystories-656k"); }
 
+// The golden token ids of a bundled model (stories260K has the 512-token
+// vocabulary, TinyStories-656K the 2048-token one).
+inline std::vector<int32_t> golden_tokens(const Model& m) {
+  return read_ids(
+      shared(m.config.n_vocab == 512 ? "golden/stories260K/tokens.txt" : "golden/tinystories-656k/tokens.txt"));
+}
+
 // Greedy continuation of `prompt` for n tokens (no EOS stop).
 inline std::vector<int32_t> greedy(Engine& e, const KvPolicy& pol, std::vector<int32_t> prompt, int n) {
   const SeqId id = e.create_sequence(pol).value();
