@@ -45,7 +45,7 @@ void run_matmul(benchmark::State& st, ss::ActQuant aq, bool interleaved = false)
   std::vector<uint8_t> copy;
   if (interleaved) {  // the layout the engine gives Q4_0 under int8/fast
     copy.resize(ss::interleaved_bytes(w));
-    ss::interleave_q4_0(w, copy.data());
+    ss::interleave(w, copy.data());
     w.interleaved = copy.data();
     label += " interleaved";
   }

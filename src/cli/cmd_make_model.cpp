@@ -114,8 +114,8 @@ MakeModelCommand::MakeModelCommand(CLI::App& app) {
   for (const auto& [k, v] : shapes()) names += (names.empty() ? "" : "|") + k;
   sub_->add_option("--shape", shape_, names)->required();
   sub_->add_option("--type", type_,
-                   "weight type: f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|mxfp4, or q4_k_m (llama.cpp's mix: "
-                   "Q4_K, with Q6_K for the output and for attn_v/ffn_down in the layers it gives more bits)")
+                   "weight type: f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|mxfp4, or q4_k_m / q5_k_m (llama.cpp's mixes: "
+                   "Q4_K / Q5_K, with Q6_K for the output and for attn_v/ffn_down in the layers it gives more bits)")
       ->capture_default_str();
   sub_->add_option("--seed", seed_, "random seed (same seed, same file)")->capture_default_str();
   sub_->add_option("--layers", layers_, "override the layer count (smaller files for tests)");
@@ -135,9 +135,9 @@ int MakeModelCommand::run() {
       {"f32", GgmlType::F32},   {"f16", GgmlType::F16},   {"bf16", GgmlType::BF16},
       {"q8_0", GgmlType::Q8_0}, {"q4_0", GgmlType::Q4_0}, {"q4_k", GgmlType::Q4_K},
       {"q5_k", GgmlType::Q5_K}, {"q6_k", GgmlType::Q6_K}, {"mxfp4", GgmlType::MXFP4}};
-  // q4_k_m: Q4_K everywhere but where llama.cpp's Q4_K_M puts Q6_K.
-  const bool k_m = type_ == "q4_k_m";
-  auto t = types.find(k_m ? "q4_k" : type_);
+  // q4_k_m / q5_k_m: Q4_K / Q5_K everywhere but where llama.cpp's mix puts Q6_K.
+  const bool k_m = type_ == "q4_k_m" || type_ == "q5_k_m";
+  auto t = types.find(k_m ? type_.substr(0, 4) : type_);
   if (t == types.end()) return fail("unknown --type '" + type_ + "'");
   auto et = types.find(expert_type_);
   if (et == types.end()) return fail("unknown --expert-type '" + expert_type_ + "'");

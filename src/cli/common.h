@@ -22,7 +22,7 @@ struct ModelFlags {
   std::string model;
   std::string tokenizer;
   int threads = 1;
-  std::string act_quant = "none";
+  std::string act_quant = "int8";  // llama.cpp's arithmetic; "none" is the exact reference
   void add(CLI::App& app);
   ActQuant activation_quant() const {
     return act_quant == "int8" ? ActQuant::Int8 : act_quant == "fast" ? ActQuant::Fast : ActQuant::None;

@@ -1,22 +1,34 @@
 #pragma once
-// Q4_0 weights interleaved 16 rows at a time, for the int8 GEMV: one 512-bit
-// register then holds four weights of each of 16 rows, so vpdpbusd yields 16
-// row sums in its 16 lanes with no per-row shuffles or horizontal adds, and
-// one vcvtph2ps yields the 16 rows' block scales. Same bytes as Q4_0 (18
-// per 32 weights), so a matrix read per token costs the same memory.
+// Q4_0 and Q4_K weights interleaved 16 rows at a time, for the int8 GEMV: one
+// 512-bit register then holds four weights of each of 16 rows, so vpdpbusd
+// yields 16 row sums in its 16 lanes with no per-row shuffles or horizontal
+// adds, and one conversion yields the 16 rows' scales.
 //
 // Results (matmul.h, MatmulKernel): the AMX paths (int8 and bf16 tiles)
-// transpose a group back to rows and give the plain matrix's bits exactly;
-// the VNNI GEMV sums a row's blocks in another order than on plain rows, so
-// there interleaved and plain agree within float rounding, not bit for bit.
-// Without AMX (Zen 4/5, Ice Lake) every batch takes VNNI.
+// transpose a Q4_0 group back to rows and give the plain matrix's bits
+// exactly (AMX machines keep Q4_K plain); the VNNI GEMV sums a row's blocks
+// in another order than on plain rows, so there interleaved and plain agree
+// within float rounding, not bit for bit. Without AMX (Zen 4/5, Ice Lake)
+// every batch takes VNNI.
 //
-// Layout of a [rows x cols] matrix (rows % 16 == 0, cols % 32 == 0; nb =
-// cols / 32): group g = rows 16g..16g+15, block b at byte (g * nb + b) * 288:
+// Q4_0 [rows x cols] (rows % 16 == 0, cols % 32 == 0; nb = cols / 32), the
+// same 18 bytes per 32 weights: group g = rows 16g..16g+15, block b at byte
+// (g * nb + b) * 288:
 //   [0, 32)    the 16 rows' f16 scales d, row m at 2m;
 //   [32, 288)  four chunks j of 64 bytes: 32 + 64j + 4m + i holds byte
 //              4j + i of row m's nibbles (low nibble: weight 4j + i, high
 //              nibble: weight 16 + 4j + i).
+//
+// Q4_K (cols % 256 == 0; ns = cols / 256), 148 bytes per 256 weights (the
+// file's 144 plus the 6-bit scales and mins unpacked to bytes): super-block s
+// of group g at byte (g * ns + s) * 2368:
+//   [0, 32)      the rows' f16 d, row m at 2m;   [32, 64) their f16 dmin;
+//   [64, 192)    sub-block j's scale of row m at 64 + 16j + m (0..63);
+//   [192, 320)   its min at 192 + 16j + m;
+//   [320, 2368)  32 chunks of 64 bytes, chunk 8p + c (p = 0..3, c = 0..7) at
+//                byte 4m + i holds byte 32p + 4c + i of row m's nibbles: low
+//                nibble weight 4c + i of sub-block 2p, high nibble the same
+//                weight of sub-block 2p + 1 (the file's own pairing).
 #include <cstddef>
 #include <cstdint>
 
@@ -27,14 +39,16 @@ namespace ss {
 
 inline constexpr int kInterleaveRows = 16;
 inline constexpr int64_t kInterleavedBlockBytes = kInterleaveRows * kQ4_0Bytes;  // 288
+inline constexpr int64_t kQ4KInterleavedBytes = 2368;                            // one super-block of 16 rows
+inline constexpr int kQ4KIlDmin = 32, kQ4KIlScales = 64, kQ4KIlMins = 192, kQ4KIlNibbles = 320;
 
-// W can be interleaved (Q4_0 with the shape above).
+// W can be interleaved (Q4_0 or Q4_K with the shapes above).
 bool can_interleave(const TensorView& w);
-// Bytes of W's interleaved copy: as many as W's own.
+// Bytes of W's interleaved copy (Q4_0: as many as W's own; Q4_K: 148/144 of them).
 size_t interleaved_bytes(const TensorView& w);
 // Writes the interleaved copy of W's rows (can_interleave(w) must hold) to
 // dst [interleaved_bytes(w)].
-void interleave_q4_0(const TensorView& w, uint8_t* dst);
+void interleave(const TensorView& w, uint8_t* dst);
 // Where rows r.. begin in the bytes the kernels read: the interleaved copy
 // when there is one (r % 16 == 0: rows r..r+15 then follow contiguously),
 // else W's own rows.

@@ -27,7 +27,7 @@ enum class ActQuant { None, Int8, Fast };
 //  - Int8Vnni (AVX-512 VNNI; decode, and batches without AMX, Q6_K always):
 //    within float rounding of matmul_int8_reference; the same bits for any
 //    thread count and for one matrix alone or in matmul_shared_input; NOT
-//    the same bits for Q4_0 read interleaved (ops/interleave.h) as for its
+//    the same bits for Q4_0/Q4_K read interleaved (ops/interleave.h) as for its
 //    plain rows, whose blocks are summed in another order.
 //  - Int8Amx (AMX int8 tiles; batches of 4+ rows): as Int8Vnni, and the
 //    same bits for interleaved and plain Q4_0 (tiles see the same blocks).

@@ -554,15 +554,84 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
 
-// Rows [r0, r1) (whole groups) of an interleaved Q4_0 matrix: each group is
-// met by every activation row while its bytes are still in L1/L2.
+// Q4_K interleaved 16 rows at a time (ops/interleave.h) against NT
+// activation rows from t0, lanes = rows as for Q4_0. Per super-block, pair p
+// of sub-blocks comes from eight 64-byte chunks: low nibbles (sub-block 2p)
+// against activations 64p + 4c.., high nibbles (2p + 1) against 64p + 32 +
+// 4c..; each sub-block's 16 integer dots take their scales (16 bytes, one
+// widening) times the activation block's d; the mins, 16 bytes per sub-block
+// times the activation block's d * sum, are subtracted once per super-block
+// scaled by dmin, as d scales the rest.
+template <int NT>
+SS_VNNI void interleaved_q4k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < ns; ++sb) {
+    const uint8_t* p = group + sb * kQ4KInterleavedBytes;
+    __m512 sums[NT], mins[NT];
+    for (int k = 0; k < NT; ++k) sums[k] = mins[k] = _mm512_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      const __m512 mn = _mm512_cvtepi32_ps(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQ4KIlMins + 16 * j))));
+      for (int k = 0; k < NT; ++k) {
+        const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
+        mins[k] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), mins[k]);
+      }
+    }
+    for (int pair = 0; pair < 4; ++pair) {
+      __m512i dlo[NT], dhi[NT];
+      for (int k = 0; k < NT; ++k) dlo[k] = dhi[k] = _mm512_setzero_si512();
+      for (int c = 0; c < 8; ++c) {
+        const uint8_t* chunk = p + kQ4KIlNibbles + 64 * (8 * pair + c);
+        // About one super-block of this group ahead (a group's super-blocks
+        // are contiguous).
+        _mm_prefetch(reinterpret_cast<const char*>(chunk + kQ4KInterleavedBytes), _MM_HINT_T0);
+        const __m512i v = _mm512_loadu_si512(chunk);
+        const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        for (int k = 0; k < NT; ++k) {
+          const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
+          int32_t xl, xh;
+          std::memcpy(&xl, x, 4);
+          std::memcpy(&xh, x + 32, 4);
+          dlo[k] = _mm512_dpbusd_epi32(dlo[k], lo, _mm512_set1_epi32(xl));
+          dhi[k] = _mm512_dpbusd_epi32(dhi[k], hi, _mm512_set1_epi32(xh));
+        }
+      }
+      const __m512 sc_lo = _mm512_cvtepi32_ps(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair))));
+      const __m512 sc_hi = _mm512_cvtepi32_ps(
+          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair + 16))));
+      for (int k = 0; k < NT; ++k) {
+        const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);
+        sums[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dlo[k]), _mm512_mul_ps(sc_lo, _mm512_set1_ps(xq.d[a])), sums[k]);
+        sums[k] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(dhi[k]), _mm512_mul_ps(sc_hi, _mm512_set1_ps(xq.d[a + 1])), sums[k]);
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ4KIlDmin)));
+    for (int k = 0; k < NT; ++k) acc[k] = _mm512_fmadd_ps(d, sums[k], _mm512_fnmadd_ps(dmin, mins[k], acc[k]));
+  }
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
+}
+
+// Rows [r0, r1) (whole groups) of an interleaved matrix: each group is met by
+// every activation row while its bytes are still in L1/L2.
 SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
+  const bool q4k = w.type == GgmlType::Q4_K;
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;
-    for_act_groups(xq.n,
-                   [&](int t, auto nt) { interleaved_tile<decltype(nt)::value>(group, xq, t, yg + t * rows, rows); });
+    for_act_groups(xq.n, [&](int t, auto nt) {
+      constexpr int kNt = decltype(nt)::value;
+      if (q4k)
+        interleaved_q4k_tile<kNt>(group, xq, t, yg + t * rows, rows);
+      else
+        interleaved_tile<kNt>(group, xq, t, yg + t * rows, rows);
+    });
   }
 }
 
@@ -689,7 +758,9 @@ SS_VNNI void decode_group_interleaved(const uint8_t* group, int64_t nb, int8_t* 
 // (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K/Q5_K, their mins
 // (mn [nb][16]); rows from `end` on are 0.
 void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw, float* mn) {
-  if (w.interleaved != nullptr && rt + 16 <= end)  // interleaved: end is a whole group's
+  // Interleaved Q4_0: end is a whole group's. (Interleaved Q4_K keeps its
+  // plain rows too, read here.)
+  if (w.interleaved != nullptr && w.type == GgmlType::Q4_0 && rt + 16 <= end)
     return decode_group_interleaved(rows_begin(w, rt), nb, wq, dw);
   for (int m = 0; m < 16; ++m) {
     if (rt + m < end) {
@@ -825,9 +896,9 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   // 32: batches take the VNNI kernel too (q is filled for both layouts).
   if (w.type == GgmlType::Q6_K) return vnni_matmul<GgmlType::Q6_K>(w, xq, y, r0, r1);
   if (xq.amx) return k45(w.type) ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
+  if (w.interleaved != nullptr) return interleaved_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q5_K) return vnni_matmul<GgmlType::Q5_K>(w, xq, y, r0, r1);
-  if (w.interleaved != nullptr) return interleaved_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)
     vnni_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
   else

@@ -38,20 +38,29 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
   // One arena for all copies: whole huge pages, no rounding per matrix.
   constexpr size_t kAlign = 64;
   auto bytes = [](const TensorView& w) { return row_bytes(w.type, w.ne0) * static_cast<size_t>(w.ne1); };
+  // Q4_K is interleaved only where its batches run on VNNI too: the AMX
+  // tiles read K-quants as plain rows.
+  auto interleaved = [](const TensorView& w) {
+    return can_interleave(w) && (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows));
+  };
+  auto arena_bytes = [&](const TensorView& w) {
+    return ((interleaved(w) ? interleaved_bytes(w) : bytes(w)) + kAlign - 1) / kAlign * kAlign;
+  };
   size_t total = 0;
-  for (const TensorView* w : views) total += (bytes(*w) + kAlign - 1) / kAlign * kAlign;
+  for (const TensorView* w : views) total += arena_bytes(*w);
   auto arena = allocate_huge(total);
   size_t at = 0;
   for (TensorView* w : views) {
     const void* original = w->data;
-    if (can_interleave(*w)) {
-      interleave_q4_0(*w, arena.get() + at);
+    const size_t size = arena_bytes(*w);
+    if (interleaved(*w)) {
+      interleave(*w, arena.get() + at);
       w->interleaved = arena.get() + at;
     } else {  // the same rows, only moved into huge pages
       std::memcpy(arena.get() + at, w->data, bytes(*w));
       w->data = arena.get() + at;
     }
-    at += (bytes(*w) + kAlign - 1) / kAlign * kAlign;
+    at += size;
     release_resident_pages(original, bytes(*w));
   }
   out->keep_alive.push_back(std::move(arena));

@@ -177,10 +177,18 @@ TEST(Cli, MakeModelWritesLoadableRealShapes) {
     EXPECT_EQ(type[p + "attn_q.weight"], q4k) << l;
     EXPECT_EQ(type[p + "ffn_up.weight"], q4k) << l;
   }
+  std::map<std::string, std::string> ids;
   for (const char* aq : {"none", "int8"}) {
-    auto g = run("generate -m " + km + " --temp 0 -n 4 --ids --ignore-eos --act-quant " + aq, true);
+    auto g = run("generate -m " + km + " --temp 0 -n 4 --ids --ignore-eos --act-quant " + aq);
     EXPECT_EQ(g.rc, 0) << g.out;
+    ids[aq] = g.out;
   }
+  // int8 is the default for quantized weights (llama.cpp's arithmetic), said
+  // on the system_info line; none stays the exact path, chosen by the flag.
+  auto d = run("generate -m " + km + " --temp 0 -n 4 --ids --ignore-eos");
+  EXPECT_EQ(d.out, ids["int8"]);
+  EXPECT_NE(run("generate -m " + km + " --temp 0 -n 1 --ignore-eos", true).out.find("act-quant int8"),
+            std::string::npos);
   std::remove(km.c_str());
   EXPECT_NE(run("make-model --shape nope -o /dev/null").rc, 0);
 }

@@ -114,24 +114,24 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   if (!any) std::printf("no int8 kernel at any level this CPU and cap allow: the float path was checked\n");
 }
 
-// Q4_0 read from its interleaved copy (the layout decode uses), at every
-// dispatch level: each int8 kernel against the twin on the plain rows,
+// Q4_0 and Q4_K read from their interleaved copies (the layout decode uses),
+// at every dispatch level: each int8 kernel against the twin on the plain rows,
 // within float rounding (2e-6 of the sum of |terms|), and Fast batches
 // within that bound (int8 kernels) or bf16 rounding. Bit-equality with the
 // plain layout only where matmul.h promises it: the AMX tile paths (int8
 // and bf16), which transpose its blocks back to rows. VNNI sums the
 // interleaved blocks in another order, so there it may differ in the last bit.
-TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
+void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int> col_counts) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
   ThreadPool pool1(1), pool2(2);
-  for (int cols : {32, 96, 800, 2048}) {
+  for (int cols : col_counts) {
     for (int rows : {16, 48, 80}) {
       std::vector<uint8_t> storage;
-      const TensorView w = random_weights(GgmlType::Q4_0, rows, cols, rng, storage);
+      const TensorView w = random_weights(type, rows, cols, rng, storage);
       if (!int8_matmul_supported(w)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
       std::vector<uint8_t> copy(interleaved_bytes(w));
-      interleave_q4_0(w, copy.data());
+      interleave(w, copy.data());
       TensorView iw = w;
       iw.interleaved = copy.data();
       for (int n : {1, 2, 3, 4, 5, 9, 17, 33}) {
@@ -143,7 +143,7 @@ TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
         matmul_int8_reference(w, xq, twin.data());
         std::vector<float> wrow(static_cast<size_t>(cols));
         for (int r = 0; r < rows; ++r) {
-          dequantize_row(GgmlType::Q4_0, w.row(r), wrow.data(), cols);
+          dequantize_row(type, w.row(r), wrow.data(), cols);
           for (int k = 0; k < n; ++k)
             for (int i = 0; i < cols; ++i)
               scale[static_cast<size_t>(k) * rows + r] += std::fabs(wrow[i] * x[static_cast<size_t>(k) * cols + i]);
@@ -179,6 +179,14 @@ TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
       }
     }
   }
+}
+
+TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
+  interleaved_matches_twin_and_plain(GgmlType::Q4_0, {32, 96, 800, 2048});
+}
+
+TEST(Int8Matmul, InterleavedQ4_KMatchesTwinAndPlainLayout) {
+  interleaved_matches_twin_and_plain(GgmlType::Q4_K, {256, 768, 2048});
 }
 
 // Matrices sharing one input in one pass (q/k/v, gate/up) give exactly what
