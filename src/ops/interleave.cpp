@@ -9,7 +9,9 @@ namespace ss {
 namespace {
 // Bytes of one group of 16 rows.
 int64_t group_bytes(const TensorView& w) {
-  return w.type == GgmlType::Q4_K ? w.ne0 / kQkK * kQ4KInterleavedBytes : w.ne0 / 32 * kInterleavedBlockBytes;
+  if (w.type == GgmlType::Q4_K) return w.ne0 / kQkK * kQ4KInterleavedBytes;
+  if (w.type == GgmlType::Q6_K) return w.ne0 / kQkK * kQ6KInterleavedBytes;
+  return w.ne0 / 32 * kInterleavedBlockBytes;
 }
 
 void interleave_q4_0(const TensorView& w, uint8_t* out) {
@@ -48,12 +50,47 @@ void interleave_q4_k(const TensorView& w, uint8_t* out) {
       }
     }
 }
+// Weight e (0..255) of a Q6_K super-block as its unsigned 6-bit value: half
+// e / 128, quarter (e % 128) / 32; low nibble from ql (quarters 1, 3 read
+// bytes 32-63 of the half's 64; 2, 3 the high nibbles), two high bits from qh
+// byte e % 32 of the half, shifted by 2 * quarter.
+int q6k_unsigned(const uint8_t* blk, int e) {
+  const int h = e / 128, quarter = (e % 128) / 32, l = e % 32;
+  const uint8_t lo = blk[64 * h + l + 32 * (quarter & 1)];
+  const int nib = quarter < 2 ? lo & 0x0F : lo >> 4;
+  return nib | (((blk[128 + 32 * h + l] >> (2 * quarter)) & 3) << 4);
+}
+
+void interleave_q6_k(const TensorView& w, uint8_t* out) {
+  const int64_t ns = w.ne0 / kQkK, groups = w.ne1 / kInterleaveRows;
+  std::memset(out, 0, static_cast<size_t>(groups * ns * kQ6KInterleavedBytes));  // the top bits are or-ed in
+  for (int64_t g = 0; g < groups; ++g)
+    for (int m = 0; m < kInterleaveRows; ++m) {
+      const uint8_t* row = w.row(g * kInterleaveRows + m);
+      for (int64_t sb = 0; sb < ns; ++sb) {
+        const uint8_t* blk = row + sb * kQ6_KBytes;
+        uint8_t* dst = out + (g * ns + sb) * kQ6KInterleavedBytes;
+        std::memcpy(dst + 2 * m, blk + 208, 2);
+        for (int j = 0; j < 16; ++j) dst[kQ6KIlScales + 16 * j + m] = blk[192 + j];
+        for (int p = 0; p < 4; ++p) {
+          uint8_t* pair = dst + kQ6KIlPairs + kQ6KIlPairBytes * p;
+          for (int c = 0; c < 8; ++c)
+            for (int i = 0; i < 4; ++i) {
+              const int lo = q6k_unsigned(blk, 64 * p + 4 * c + i), hi = q6k_unsigned(blk, 64 * p + 32 + 4 * c + i);
+              pair[64 * c + 4 * m + i] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
+              pair[kQ6KIlHighBits + 64 * (c / 2) + 4 * m + i] |=
+                  static_cast<uint8_t>(((lo >> 4) | (hi >> 4) << 2) << (4 * (c % 2)));
+            }
+        }
+      }
+    }
+}
 }  // namespace
 
 bool can_interleave(const TensorView& w) {
   if (w.ne1 <= 0 || w.ne1 % kInterleaveRows != 0) return false;
   if (w.type == GgmlType::Q4_0) return w.ne0 % 32 == 0;
-  return w.type == GgmlType::Q4_K && w.ne0 % kQkK == 0;
+  return (w.type == GgmlType::Q4_K || w.type == GgmlType::Q6_K) && w.ne0 % kQkK == 0;
 }
 
 size_t interleaved_bytes(const TensorView& w) { return static_cast<size_t>(w.ne1 / kInterleaveRows * group_bytes(w)); }
@@ -61,6 +98,7 @@ size_t interleaved_bytes(const TensorView& w) { return static_cast<size_t>(w.ne1
 void interleave(const TensorView& w, uint8_t* out) {
   SS_CHECK(can_interleave(w));
   if (w.type == GgmlType::Q4_K) return interleave_q4_k(w, out);
+  if (w.type == GgmlType::Q6_K) return interleave_q6_k(w, out);
   interleave_q4_0(w, out);
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Q4_0 and Q4_K weights interleaved 16 rows at a time, for the int8 GEMV: one
+// Q4_0, Q4_K and Q6_K weights interleaved 16 rows at a time, for the int8 GEMV: one
 // 512-bit register then holds four weights of each of 16 rows, so vpdpbusd
 // yields 16 row sums in its 16 lanes with no per-row shuffles or horizontal
 // adds, and one conversion yields the 16 rows' scales.
@@ -29,6 +29,18 @@
 //                byte 4m + i holds byte 32p + 4c + i of row m's nibbles: low
 //                nibble weight 4c + i of sub-block 2p, high nibble the same
 //                weight of sub-block 2p + 1 (the file's own pairing).
+//
+// Q6_K (cols % 256 == 0), the file's 210 bytes per 256 weights: super-block
+// s of group g at byte (g * ns + s) * 3360, its weights as unsigned 6-bit
+// values v (weight = d * scale * (v - 32)):
+//   [0, 32)      the rows' f16 d;
+//   [32, 288)    sub-block j's (16 weights) int8 scale of row m at 32 + 16j + m;
+//   then per p = 0..3, 768 bytes at 288 + 768p:
+//     [0, 512)   eight 64-byte chunks c, byte 4m + i: low nibble of weight
+//                64p + 4c + i of row m, high nibble: of weight 64p + 32 + 4c + i;
+//     [512, 768) four 64-byte chunks h, byte 4m + i: the top two bits of
+//                those two weights of chunk 2h (bits 0-1 and 2-3) and of
+//                chunk 2h + 1 (bits 4-5 and 6-7).
 #include <cstddef>
 #include <cstdint>
 
@@ -41,10 +53,12 @@ inline constexpr int kInterleaveRows = 16;
 inline constexpr int64_t kInterleavedBlockBytes = kInterleaveRows * kQ4_0Bytes;  // 288
 inline constexpr int64_t kQ4KInterleavedBytes = 2368;                            // one super-block of 16 rows
 inline constexpr int kQ4KIlDmin = 32, kQ4KIlScales = 64, kQ4KIlMins = 192, kQ4KIlNibbles = 320;
+inline constexpr int64_t kQ6KInterleavedBytes = 3360;
+inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768, kQ6KIlHighBits = 512;
 
-// W can be interleaved (Q4_0 or Q4_K with the shapes above).
+// W can be interleaved (Q4_0, Q4_K or Q6_K with the shapes above).
 bool can_interleave(const TensorView& w);
-// Bytes of W's interleaved copy (Q4_0: as many as W's own; Q4_K: 148/144 of them).
+// Bytes of W's interleaved copy (Q4_0, Q6_K: as many as W's own; Q4_K: 148/144 of them).
 size_t interleaved_bytes(const TensorView& w);
 // Writes the interleaved copy of W's rows (can_interleave(w) must hold) to
 // dst [interleaved_bytes(w)].

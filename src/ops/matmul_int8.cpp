@@ -144,6 +144,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
   out.q.resize(static_cast<size_t>(n * cols));
   out.d.resize(static_cast<size_t>(n * nb));
   out.sum.resize(static_cast<size_t>(n * nb));
+  out.sum16.resize(static_cast<size_t>(2 * n * nb));
   out.amx = n >= 4 && amx_for_batches();
   // AMX operand: per 16 rows and block, [k/4][row][4] bytes (rows past n: 0).
   const int groups = out.amx ? (n + 15) / 16 : 0;
@@ -157,7 +158,12 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
       const int8_t* src = real ? out.q.data() + t * cols : nullptr;
       for (int64_t b = 0; real && b < nb; ++b) {
         const size_t i = static_cast<size_t>(t * nb + b);
+        const int8_t* q = out.q.data() + t * cols + b * kActBlock;
         out.sum[i] = quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i]);
+        int32_t first = 0;
+        for (int k = 0; k < 16; ++k) first += q[k];
+        out.sum16[2 * i] = first;
+        out.sum16[2 * i + 1] = out.sum[i] - first;
       }
       if (!out.amx) {  // every row is real here: only AMX groups have padding
         int8_t* h = out.q_halves.data() + t * cols;
@@ -617,18 +623,83 @@ SS_VNNI void interleaved_q4k_tile(const uint8_t* group, const QuantizedActs& xq,
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
 
+// Q6_K interleaved 16 rows at a time (ops/interleave.h) against NT
+// activation rows from t0, lanes = rows. Per pair p, chunk c's nibbles and
+// its two top bits (from the shared high-bit chunk c / 2) make 64 unsigned
+// 6-bit weights of 64p + 4c.. (low) and 64p + 32 + 4c.. (high); chunks 0-3
+// and 4-7 cover one sub-block of 16 each, so four integer sums per pair, each
+// started at -32 times its 16 activations' sum (the offset of v - 32), take
+// their int8 scales times the activation block's d.
+template <int NT>
+SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
+  const __m512i low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < ns; ++sb) {
+    const uint8_t* blk = group + sb * kQ6KInterleavedBytes;
+    __m512 sums[NT];
+    for (int k = 0; k < NT; ++k) sums[k] = _mm512_setzero_ps();
+    for (int pair = 0; pair < 4; ++pair) {
+      const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
+      __m512i dot[NT][4];  // sub-blocks 4p, 4p+1 (low nibbles), 4p+2, 4p+3 (high)
+      for (int k = 0; k < NT; ++k)
+        for (int s = 0; s < 4; ++s)
+          dot[k][s] =
+              _mm512_set1_epi32(-32 * xq.sum16[static_cast<size_t>((t0 + k) * 2 * nb + sb * 16 + 4 * pair + s)]);
+      for (int h = 0; h < 4; ++h) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 64 * h), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 256 + 64 * h), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 512 + 64 * h), _MM_HINT_T0);
+        const __m512i hb = _mm512_loadu_si512(p + kQ6KIlHighBits + 64 * h);
+        for (int half = 0; half < 2; ++half) {
+          const int c = 2 * h + half;
+          const __m512i v = _mm512_loadu_si512(p + 64 * c);
+          // Bits 0-1 / 2-3 (chunk 2h) or 4-5 / 6-7 (chunk 2h + 1) to bits 4-5.
+          const __m512i top_lo = half == 0 ? _mm512_slli_epi16(hb, 4) : hb;
+          const __m512i top_hi = half == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
+          const __m512i wl = _mm512_or_si512(_mm512_and_si512(v, low), _mm512_and_si512(top_lo, top));
+          const __m512i wh =
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low), _mm512_and_si512(top_hi, top));
+          for (int k = 0; k < NT; ++k) {
+            const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
+            int32_t xl, xh;
+            std::memcpy(&xl, x, 4);
+            std::memcpy(&xh, x + 32, 4);
+            dot[k][c / 4] = _mm512_dpbusd_epi32(dot[k][c / 4], wl, _mm512_set1_epi32(xl));
+            dot[k][2 + c / 4] = _mm512_dpbusd_epi32(dot[k][2 + c / 4], wh, _mm512_set1_epi32(xh));
+          }
+        }
+      }
+      for (int s = 0; s < 4; ++s) {
+        const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * (4 * pair + s)))));
+        for (int k = 0; k < NT; ++k) {
+          const float dx = xq.d[static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair + s / 2)];
+          sums[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[k][s]), _mm512_mul_ps(sc, _mm512_set1_ps(dx)), sums[k]);
+        }
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+    for (int k = 0; k < NT; ++k) acc[k] = _mm512_fmadd_ps(d, sums[k], acc[k]);
+  }
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
+}
+
 // Rows [r0, r1) (whole groups) of an interleaved matrix: each group is met by
 // every activation row while its bytes are still in L1/L2.
 SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
-  const bool q4k = w.type == GgmlType::Q4_K;
+  const GgmlType type = w.type;
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;
     for_act_groups(xq.n, [&](int t, auto nt) {
       constexpr int kNt = decltype(nt)::value;
-      if (q4k)
+      if (type == GgmlType::Q4_K)
         interleaved_q4k_tile<kNt>(group, xq, t, yg + t * rows, rows);
+      else if (type == GgmlType::Q6_K)
+        interleaved_q6k_tile<kNt>(group, xq, t, yg + t * rows, rows);
       else
         interleaved_tile<kNt>(group, xq, t, yg + t * rows, rows);
     });
@@ -894,9 +965,11 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
   // Q6_K's scales are per 16 weights, finer than an AMX product's block of
   // 32: batches take the VNNI kernel too (q is filled for both layouts).
+  // Interleaved Q6_K is read interleaved for batches too, even where AMX
+  // tiles take the other types' batches.
+  if (w.interleaved != nullptr && (w.type == GgmlType::Q6_K || !xq.amx)) return interleaved_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q6_K) return vnni_matmul<GgmlType::Q6_K>(w, xq, y, r0, r1);
   if (xq.amx) return k45(w.type) ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
-  if (w.interleaved != nullptr) return interleaved_matmul(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q5_K) return vnni_matmul<GgmlType::Q5_K>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)

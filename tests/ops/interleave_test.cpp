@@ -42,6 +42,21 @@ float q4k_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e
   return fp16_to_fp32(d) * src[64 + 16 * j + m] * q - fp16_to_fp32(dmin) * src[192 + 16 * j + m];
 }
 
+// The same for Q6_K.
+float q6k_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e) {
+  const int64_t ns = cols / 256, m = r % 16;
+  const uint8_t* src = copy + ((r / 16) * ns + sb) * kQ6KInterleavedBytes;
+  uint16_t d;
+  std::memcpy(&d, src + 2 * m, 2);
+  const int p = e / 64, within = e % 64, c = (within % 32) / 4, i = within % 4;
+  const bool high = within >= 32;
+  const uint8_t* pair = src + 288 + 768 * p;
+  const uint8_t byte = pair[64 * c + 4 * m + i], bits = pair[512 + 64 * (c / 2) + 4 * m + i] >> (4 * (c % 2));
+  const int v = (high ? byte >> 4 : byte & 15) | ((high ? bits >> 2 : bits) & 3) << 4;
+  const auto scale = static_cast<int8_t>(src[32 + 16 * (e / 16) + m]);
+  return fp16_to_fp32(d) * static_cast<float>(scale) * static_cast<float>(v - 32);
+}
+
 TEST(Interleave, Q4_0AndQ4_KInWholeGroupsOf16Rows) {
   std::mt19937 rng(1);
   std::vector<uint8_t> s;
@@ -50,31 +65,41 @@ TEST(Interleave, Q4_0AndQ4_KInWholeGroupsOf16Rows) {
   EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q8_0, 32, 64, rng, s)));
   EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q4_K, 32, 512, rng, s)));
   EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q4_K, 40, 512, rng, s)));
-  EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q6_K, 32, 512, rng, s)));
+  EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q6_K, 32, 512, rng, s)));
+  EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q5_K, 32, 512, rng, s)));
 }
 
-TEST(Interleave, EveryQ4_KWeightComesBack) {
+void every_k_weight_comes_back(GgmlType type, float (*weight)(const uint8_t*, int64_t, int64_t, int64_t, int),
+                               size_t interleaved_per_file_bytes, int64_t group_block_bytes) {
   std::mt19937 rng(3);
   for (int rows : {16, 48}) {
     for (int cols : {256, 768}) {
       std::vector<uint8_t> storage;
-      TensorView w = test::random_weights(GgmlType::Q4_K, rows, cols, rng, storage);
-      ASSERT_EQ(interleaved_bytes(w), storage.size() / 144 * 148);
+      TensorView w = test::random_weights(type, rows, cols, rng, storage);
+      ASSERT_EQ(interleaved_bytes(w), storage.size() / interleaved_per_file_bytes * group_block_bytes / 16);
       std::vector<uint8_t> copy(interleaved_bytes(w));
       interleave(w, copy.data());
       TensorView iw = w;
       iw.interleaved = copy.data();
       std::vector<float> row(static_cast<size_t>(cols));
       for (int r = 0; r < rows; ++r) {
-        dequantize_row(GgmlType::Q4_K, w.row(r), row.data(), cols);
+        dequantize_row(type, w.row(r), row.data(), cols);
         for (int e = 0; e < cols; ++e)
-          ASSERT_EQ(q4k_weight(copy.data(), cols, r, e / 256, e % 256), row[e])
+          ASSERT_EQ(weight(copy.data(), cols, r, e / 256, e % 256), row[e])
               << "rows=" << rows << " cols=" << cols << " r=" << r << " e=" << e;
       }
       for (int r = 0; r < rows; r += 16)
-        EXPECT_EQ(rows_begin(iw, r), copy.data() + static_cast<size_t>(r / 16) * (cols / 256) * kQ4KInterleavedBytes);
+        EXPECT_EQ(rows_begin(iw, r), copy.data() + static_cast<size_t>(r / 16) * (cols / 256) * group_block_bytes);
     }
   }
+}
+
+TEST(Interleave, EveryQ4_KWeightComesBack) {
+  every_k_weight_comes_back(GgmlType::Q4_K, q4k_weight, kQ4_KBytes, kQ4KInterleavedBytes);
+}
+
+TEST(Interleave, EveryQ6_KWeightComesBack) {
+  every_k_weight_comes_back(GgmlType::Q6_K, q6k_weight, kQ6_KBytes, kQ6KInterleavedBytes);
 }
 
 TEST(Interleave, EveryBlockOfEveryRowComesBack) {
