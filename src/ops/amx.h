@@ -35,7 +35,7 @@ class StripPrefetch {
   StripPrefetch(const TensorView& w, int64_t rt, int64_t r1, int64_t steps) {
     const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
     if (next_rows > 0) {
-      next_ = rows_begin(w, rt + 32);
+      next_ = tiles_read_interleaved(w) ? rows_begin(w, rt + 32) : w.row(rt + 32);
       bytes_ = next_rows * static_cast<int64_t>(row_bytes(w.type, w.ne0));
     }
     lines_per_step_ = (bytes_ / 64 + steps - 1) / steps + 1;

@@ -9,9 +9,32 @@ namespace ss {
 namespace {
 // Bytes of one group of 16 rows.
 int64_t group_bytes(const TensorView& w) {
-  if (w.type == GgmlType::Q4_K) return w.ne0 / kQkK * kQ4KInterleavedBytes;
-  if (w.type == GgmlType::Q6_K) return w.ne0 / kQkK * kQ6KInterleavedBytes;
-  return w.ne0 / 32 * kInterleavedBlockBytes;
+  switch (w.type) {
+    case GgmlType::Q4_K:
+      return w.ne0 / kQkK * kQ4KInterleavedBytes;
+    case GgmlType::Q5_K:
+      return w.ne0 / kQkK * kQ5KInterleavedBytes;
+    case GgmlType::Q6_K:
+      return w.ne0 / kQkK * kQ6KInterleavedBytes;
+    case GgmlType::Q8_0:
+      return w.ne0 / 32 * kQ8InterleavedBlockBytes;
+    default:
+      return w.ne0 / 32 * kInterleavedBlockBytes;
+  }
+}
+
+void interleave_q8_0(const TensorView& w, uint8_t* out) {
+  const int64_t nb = w.ne0 / 32, groups = w.ne1 / kInterleaveRows;
+  for (int64_t g = 0; g < groups; ++g)
+    for (int m = 0; m < kInterleaveRows; ++m) {
+      const uint8_t* row = w.row(g * kInterleaveRows + m);
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* blk = row + b * (2 + kQ8_0Block);
+        uint8_t* dst = out + (g * nb + b) * kQ8InterleavedBlockBytes;
+        std::memcpy(dst + 2 * m, blk, 2);
+        for (int e = 0; e < 32; ++e) dst[32 + 64 * (e / 4) + 4 * m + e % 4] = blk[2 + e] ^ 0x80;
+      }
+    }
 }
 
 void interleave_q4_0(const TensorView& w, uint8_t* out) {
@@ -28,14 +51,20 @@ void interleave_q4_0(const TensorView& w, uint8_t* out) {
     }
 }
 
-void interleave_q4_k(const TensorView& w, uint8_t* out) {
+// Q4_K, or Q5_K (five).
+void interleave_k45(const TensorView& w, bool five, uint8_t* out) {
   const int64_t ns = w.ne0 / kQkK, groups = w.ne1 / kInterleaveRows;
+  const int64_t sb_bytes = five ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
+  const int pair_bytes = five ? kQ5KIlPairBytes : kQ4KIlPairBytes;
+  if (five) std::memset(out, 0, static_cast<size_t>(groups * ns * sb_bytes));  // the fifth bits are or-ed in
   for (int64_t g = 0; g < groups; ++g)
     for (int m = 0; m < kInterleaveRows; ++m) {
       const uint8_t* row = w.row(g * kInterleaveRows + m);
       for (int64_t sb = 0; sb < ns; ++sb) {
-        const uint8_t* blk = row + sb * kQ4_KBytes;
-        uint8_t* dst = out + (g * ns + sb) * kQ4KInterleavedBytes;
+        const uint8_t* blk = row + sb * (five ? kQ5_KBytes : kQ4_KBytes);
+        const uint8_t* qh = blk + 16;                // Q5_K: bit j of qh[l] is weight l of sub-block j's fifth
+        const uint8_t* qs = blk + (five ? 48 : 16);  // nibbles
+        uint8_t* dst = out + (g * ns + sb) * sb_bytes;
         std::memcpy(dst + 2 * m, blk, 2);
         std::memcpy(dst + kQ4KIlDmin + 2 * m, blk + 2, 2);
         uint8_t sc[8], mn[8];
@@ -44,9 +73,16 @@ void interleave_q4_k(const TensorView& w, uint8_t* out) {
           dst[kQ4KIlScales + 16 * j + m] = sc[j];
           dst[kQ4KIlMins + 16 * j + m] = mn[j];
         }
-        for (int p = 0; p < 4; ++p)
-          for (int c = 0; c < 8; ++c)
-            std::memcpy(dst + kQ4KIlNibbles + 64 * (8 * p + c) + 4 * m, blk + 16 + 32 * p + 4 * c, 4);
+        for (int p = 0; p < 4; ++p) {
+          uint8_t* pair = dst + kQ4KIlNibbles + pair_bytes * p;
+          for (int c = 0; c < 8; ++c) {
+            std::memcpy(pair + 64 * c + 4 * m, qs + 32 * p + 4 * c, 4);
+            for (int i = 0; five && i < 4; ++i) {
+              const int l = 4 * c + i, bits = (qh[l] >> (2 * p)) & 3;  // sub-blocks 2p, 2p + 1
+              pair[512 + 64 * (c / 4) + 4 * m + i] |= static_cast<uint8_t>(bits << (2 * (c % 4)));
+            }
+          }
+        }
       }
     }
 }
@@ -89,15 +125,16 @@ void interleave_q6_k(const TensorView& w, uint8_t* out) {
 
 bool can_interleave(const TensorView& w) {
   if (w.ne1 <= 0 || w.ne1 % kInterleaveRows != 0) return false;
-  if (w.type == GgmlType::Q4_0) return w.ne0 % 32 == 0;
-  return (w.type == GgmlType::Q4_K || w.type == GgmlType::Q6_K) && w.ne0 % kQkK == 0;
+  if (w.type == GgmlType::Q4_0 || w.type == GgmlType::Q8_0) return w.ne0 % 32 == 0;
+  return (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K || w.type == GgmlType::Q6_K) && w.ne0 % kQkK == 0;
 }
 
 size_t interleaved_bytes(const TensorView& w) { return static_cast<size_t>(w.ne1 / kInterleaveRows * group_bytes(w)); }
 
 void interleave(const TensorView& w, uint8_t* out) {
   SS_CHECK(can_interleave(w));
-  if (w.type == GgmlType::Q4_K) return interleave_q4_k(w, out);
+  if (w.type == GgmlType::Q4_K || w.type == GgmlType::Q5_K) return interleave_k45(w, w.type == GgmlType::Q5_K, out);
+  if (w.type == GgmlType::Q8_0) return interleave_q8_0(w, out);
   if (w.type == GgmlType::Q6_K) return interleave_q6_k(w, out);
   interleave_q4_0(w, out);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Q4_0, Q4_K and Q6_K weights interleaved 16 rows at a time, for the int8 GEMV: one
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K weights interleaved 16 rows at a time, for the int8 GEMV: one
 // 512-bit register then holds four weights of each of 16 rows, so vpdpbusd
 // yields 16 row sums in its 16 lanes with no per-row shuffles or horizontal
 // adds, and one conversion yields the 16 rows' scales.
@@ -30,6 +30,16 @@
 //                nibble weight 4c + i of sub-block 2p, high nibble the same
 //                weight of sub-block 2p + 1 (the file's own pairing).
 //
+// Q5_K: as Q4_K, 180 bytes per 256 weights, super-blocks of 2880 bytes whose
+// pair p of sub-blocks is 640 bytes at 320 + 640p: the eight nibble chunks,
+// then two 64-byte chunks h whose byte 4m + i holds, at bits 2q and 2q + 1,
+// the fifth bits of the low and high nibble of chunk 4h + q's byte 4m + i.
+//
+// Q8_0 (cols % 32 == 0), the file's 34 bytes per 32 weights: block b of
+// group g at byte (g * nb + b) * 544: [0, 32) the rows' f16 d, then eight
+// 64-byte chunks j whose byte 4m + i holds weight 4j + i of row m plus 128
+// (unsigned, for vpdpbusd).
+//
 // Q6_K (cols % 256 == 0), the file's 210 bytes per 256 weights: super-block
 // s of group g at byte (g * ns + s) * 3360, its weights as unsigned 6-bit
 // values v (weight = d * scale * (v - 32)):
@@ -53,16 +63,23 @@ inline constexpr int kInterleaveRows = 16;
 inline constexpr int64_t kInterleavedBlockBytes = kInterleaveRows * kQ4_0Bytes;  // 288
 inline constexpr int64_t kQ4KInterleavedBytes = 2368;                            // one super-block of 16 rows
 inline constexpr int kQ4KIlDmin = 32, kQ4KIlScales = 64, kQ4KIlMins = 192, kQ4KIlNibbles = 320;
+inline constexpr int kQ4KIlPairBytes = 512, kQ5KIlPairBytes = 640;
+inline constexpr int64_t kQ5KInterleavedBytes = kQ4KIlNibbles + 4 * kQ5KIlPairBytes;  // 2880
+inline constexpr int64_t kQ8InterleavedBlockBytes = 544;
 inline constexpr int64_t kQ6KInterleavedBytes = 3360;
 inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768, kQ6KIlHighBits = 512;
 
-// W can be interleaved (Q4_0, Q4_K or Q6_K with the shapes above).
+// W can be interleaved (Q4_0, Q8_0, Q4_K, Q5_K or Q6_K with the shapes above).
 bool can_interleave(const TensorView& w);
-// Bytes of W's interleaved copy (Q4_0, Q6_K: as many as W's own; Q4_K: 148/144 of them).
+// Bytes of W's interleaved copy (Q4_0, Q8_0, Q6_K: as many as W's own;
+// Q4_K: 148/144 of them, Q5_K: 180/176).
 size_t interleaved_bytes(const TensorView& w);
 // Writes the interleaved copy of W's rows (can_interleave(w) must hold) to
 // dst [interleaved_bytes(w)].
 void interleave(const TensorView& w, uint8_t* dst);
+// Whether the AMX tile kernels read W's interleaved copy: only Q4_0's (they
+// read every other type's plain rows, which W keeps).
+inline bool tiles_read_interleaved(const TensorView& w) { return w.interleaved != nullptr && w.type == GgmlType::Q4_0; }
 // Where rows r.. begin in the bytes the kernels read: the interleaved copy
 // when there is one (r % 16 == 0: rows r..r+15 then follow contiguously),
 // else W's own rows.

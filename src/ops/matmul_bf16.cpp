@@ -108,7 +108,7 @@ SS_BF16 inline void interleaved_block_bf16(const uint8_t* p, uint16_t* wt) {
 // Blocks [k0, k0 + kn) of weight rows [rt, rt + 16) as bf16 A tiles,
 // wt [kn][16][32]; rows from `end` on are 0.
 SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t k0, int64_t kn, uint16_t* wt) {
-  if (w.interleaved != nullptr && rt + 16 <= end) {  // interleaved Q4_0 (end is a whole group's)
+  if (tiles_read_interleaved(w) && rt + 16 <= end) {  // interleaved Q4_0 (end is a whole group's)
     const uint8_t* group = rows_begin(w, rt);
     for (int64_t b = 0; b < kn; ++b) interleaved_block_bf16(group + (k0 + b) * kInterleavedBlockBytes, wt + b * 512);
     return;

@@ -560,22 +560,26 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
 
-// Q4_K interleaved 16 rows at a time (ops/interleave.h) against NT
-// activation rows from t0, lanes = rows as for Q4_0. Per super-block, pair p
-// of sub-blocks comes from eight 64-byte chunks: low nibbles (sub-block 2p)
-// against activations 64p + 4c.., high nibbles (2p + 1) against 64p + 32 +
-// 4c..; each sub-block's 16 integer dots take their scales (16 bytes, one
-// widening) times the activation block's d; the mins, 16 bytes per sub-block
-// times the activation block's d * sum, are subtracted once per super-block
-// scaled by dmin, as d scales the rest.
-template <int NT>
-SS_VNNI void interleaved_q4k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+// Q4_K (Q5_K: kFive) interleaved 16 rows at a time (ops/interleave.h)
+// against NT activation rows from t0, lanes = rows as for Q4_0. Per
+// super-block, pair p of sub-blocks comes from eight 64-byte chunks: low
+// nibbles (sub-block 2p) against activations 64p + 4c.., high nibbles (2p +
+// 1) against 64p + 32 + 4c.. (Q5_K: each with its fifth bit from the pair's
+// top-bit chunk c / 4, bits 2(c % 4) and 2(c % 4) + 1); each sub-block's 16
+// integer dots take their scales (16 bytes, one widening) times the
+// activation block's d; the mins, 16 bytes per sub-block times the
+// activation block's d * sum, are subtracted once per super-block scaled by
+// dmin, as d scales the rest.
+template <bool kFive, int NT>
+SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
+  constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
-  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i low = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(0x10);
   __m512 acc[NT];
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < ns; ++sb) {
-    const uint8_t* p = group + sb * kQ4KInterleavedBytes;
+    const uint8_t* p = group + sb * kSuperBytes;
     __m512 sums[NT], mins[NT];
     for (int k = 0; k < NT; ++k) sums[k] = mins[k] = _mm512_setzero_ps();
     for (int j = 0; j < 8; ++j) {
@@ -587,15 +591,28 @@ SS_VNNI void interleaved_q4k_tile(const uint8_t* group, const QuantizedActs& xq,
       }
     }
     for (int pair = 0; pair < 4; ++pair) {
+      const uint8_t* pp = p + kQ4KIlNibbles + kPairBytes * pair;
       __m512i dlo[NT], dhi[NT];
       for (int k = 0; k < NT; ++k) dlo[k] = dhi[k] = _mm512_setzero_si512();
       for (int c = 0; c < 8; ++c) {
-        const uint8_t* chunk = p + kQ4KIlNibbles + 64 * (8 * pair + c);
+        const uint8_t* chunk = pp + 64 * c;
         // About one super-block of this group ahead (a group's super-blocks
         // are contiguous).
-        _mm_prefetch(reinterpret_cast<const char*>(chunk + kQ4KInterleavedBytes), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(chunk + kSuperBytes), _MM_HINT_T0);
         const __m512i v = _mm512_loadu_si512(chunk);
-        const __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+        if constexpr (kFive) {
+          if (c % 4 == 0)
+            _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kSuperBytes), _MM_HINT_T0);
+          const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
+          const int at = 2 * (c % 4);  // the low nibble's fifth bit; the high one's at + 1
+          const __m512i lo5 = at <= 4 ? _mm512_sll_epi16(bits, _mm_cvtsi32_si128(4 - at))
+                                      : _mm512_srl_epi16(bits, _mm_cvtsi32_si128(at - 4));
+          const __m512i hi5 = at + 1 <= 4 ? _mm512_sll_epi16(bits, _mm_cvtsi32_si128(3 - at))
+                                          : _mm512_srl_epi16(bits, _mm_cvtsi32_si128(at - 3));
+          lo = _mm512_or_si512(lo, _mm512_and_si512(lo5, fifth));
+          hi = _mm512_or_si512(hi, _mm512_and_si512(hi5, fifth));
+        }
         for (int k = 0; k < NT; ++k) {
           const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
           int32_t xl, xh;
@@ -619,6 +636,45 @@ SS_VNNI void interleaved_q4k_tile(const uint8_t* group, const QuantizedActs& xq,
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ4KIlDmin)));
     for (int k = 0; k < NT; ++k) acc[k] = _mm512_fmadd_ps(d, sums[k], _mm512_fnmadd_ps(dmin, mins[k], acc[k]));
+  }
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
+}
+
+// Q8_0 interleaved 16 rows at a time (ops/interleave.h) against NT
+// activation rows from t0, lanes = rows: per block, eight chunks of four
+// unsigned weights (value + 128) per row against four activations each; the
+// +128 comes back out through -128 * the activation block's sum.
+template <int NT>
+SS_VNNI void interleaved_q8_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  const int64_t nb = xq.blocks(), cols = xq.cols;
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = group + b * kQ8InterleavedBlockBytes;
+    // Four blocks (2176 bytes) ahead, as Q4_0 reads 2304 ahead.
+    for (int line = 0; line < kQ8InterleavedBlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + 4 * kQ8InterleavedBlockBytes + line), _MM_HINT_T0);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    __m512i d0[NT], d1[NT];  // two chains per block: half the dependent vpdpbusd latency
+    for (int k = 0; k < NT; ++k) {
+      d0[k] = _mm512_set1_epi32(-128 * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
+      d1[k] = _mm512_setzero_si512();
+    }
+    for (int j = 0; j < 8; j += 2) {
+      const __m512i v0 = _mm512_loadu_si512(p + 32 + 64 * j), v1 = _mm512_loadu_si512(p + 96 + 64 * j);
+      for (int k = 0; k < NT; ++k) {
+        const int8_t* x = xq.q.data() + (t0 + k) * cols + b * kActBlock + 4 * j;
+        int32_t x0, x1;
+        std::memcpy(&x0, x, 4);
+        std::memcpy(&x1, x + 4, 4);
+        d0[k] = _mm512_dpbusd_epi32(d0[k], v0, _mm512_set1_epi32(x0));
+        d1[k] = _mm512_dpbusd_epi32(d1[k], v1, _mm512_set1_epi32(x1));
+      }
+    }
+    for (int k = 0; k < NT; ++k) {
+      const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]));
+      acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(d0[k], d1[k])), s, acc[k]);
+    }
   }
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
@@ -697,7 +753,11 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
     for_act_groups(xq.n, [&](int t, auto nt) {
       constexpr int kNt = decltype(nt)::value;
       if (type == GgmlType::Q4_K)
-        interleaved_q4k_tile<kNt>(group, xq, t, yg + t * rows, rows);
+        interleaved_k45_tile<false, kNt>(group, xq, t, yg + t * rows, rows);
+      else if (type == GgmlType::Q5_K)
+        interleaved_k45_tile<true, kNt>(group, xq, t, yg + t * rows, rows);
+      else if (type == GgmlType::Q8_0)
+        interleaved_q8_tile<kNt>(group, xq, t, yg + t * rows, rows);
       else if (type == GgmlType::Q6_K)
         interleaved_q6k_tile<kNt>(group, xq, t, yg + t * rows, rows);
       else
@@ -829,10 +889,9 @@ SS_VNNI void decode_group_interleaved(const uint8_t* group, int64_t nb, int8_t* 
 // (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K/Q5_K, their mins
 // (mn [nb][16]); rows from `end` on are 0.
 void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw, float* mn) {
-  // Interleaved Q4_0: end is a whole group's. (Interleaved Q4_K keeps its
+  // Interleaved Q4_0: end is a whole group's. (The other types keep their
   // plain rows too, read here.)
-  if (w.interleaved != nullptr && w.type == GgmlType::Q4_0 && rt + 16 <= end)
-    return decode_group_interleaved(rows_begin(w, rt), nb, wq, dw);
+  if (tiles_read_interleaved(w) && rt + 16 <= end) return decode_group_interleaved(rows_begin(w, rt), nb, wq, dw);
   for (int m = 0; m < 16; ++m) {
     if (rt + m < end) {
       if (w.type == GgmlType::Q4_0)

@@ -1,5 +1,5 @@
-// The interleaved Q4_0 and Q4_K layouts hold exactly the plain matrix: every
-// Q4_0 block of every row comes back byte for byte, every Q4_K weight
+// The interleaved layouts hold exactly the plain matrix: every Q4_0 block of
+// every row comes back byte for byte, every Q8_0/Q4_K/Q5_K/Q6_K weight
 // decodes to the value dequantize_row gives.
 #include "ops/interleave.h"
 
@@ -29,17 +29,34 @@ std::vector<uint8_t> plain_blocks(const uint8_t* copy, int64_t cols, int64_t r, 
 }
 
 // Weight e (0..255) of super-block sb of row r, read from an interleaved
-// Q4_K copy as the layout in ops/interleave.h describes it.
-float q4k_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e) {
+// Q4_K (Q5_K: five) copy as the layout in ops/interleave.h describes it.
+float k45_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e, bool five) {
   const int64_t ns = cols / 256, m = r % 16;
-  const uint8_t* src = copy + ((r / 16) * ns + sb) * kQ4KInterleavedBytes;
+  const uint8_t* src = copy + ((r / 16) * ns + sb) * (five ? kQ5KInterleavedBytes : kQ4KInterleavedBytes);
   uint16_t d, dmin;
   std::memcpy(&d, src + 2 * m, 2);
   std::memcpy(&dmin, src + 32 + 2 * m, 2);
   const int j = e / 32, i = e % 32, p = j / 2, c = i / 4;
-  const uint8_t byte = src[320 + 64 * (8 * p + c) + 4 * m + i % 4];
-  const int q = j % 2 == 0 ? (byte & 15) : (byte >> 4);
+  const uint8_t* pair = src + 320 + (five ? 640 : 512) * p;
+  const uint8_t byte = pair[64 * c + 4 * m + i % 4];
+  int q = j % 2 == 0 ? (byte & 15) : (byte >> 4);
+  if (five) q |= ((pair[512 + 64 * (c / 4) + 4 * m + i % 4] >> (2 * (c % 4) + j % 2)) & 1) << 4;
   return fp16_to_fp32(d) * src[64 + 16 * j + m] * q - fp16_to_fp32(dmin) * src[192 + 16 * j + m];
+}
+float q4k_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e) {
+  return k45_weight(copy, cols, r, sb, e, false);
+}
+float q5k_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e) {
+  return k45_weight(copy, cols, r, sb, e, true);
+}
+
+// Weight e of block b (32 weights) of row r of an interleaved Q8_0 copy.
+float q8_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t b, int e) {
+  const uint8_t* src = copy + ((r / 16) * (cols / 32) + b) * kQ8InterleavedBlockBytes;
+  const int64_t m = r % 16;
+  uint16_t d;
+  std::memcpy(&d, src + 2 * m, 2);
+  return fp16_to_fp32(d) * static_cast<float>(static_cast<int8_t>(src[32 + 64 * (e / 4) + 4 * m + e % 4] ^ 0x80));
 }
 
 // The same for Q6_K.
@@ -57,26 +74,30 @@ float q6k_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e
   return fp16_to_fp32(d) * static_cast<float>(scale) * static_cast<float>(v - 32);
 }
 
-TEST(Interleave, Q4_0AndQ4_KInWholeGroupsOf16Rows) {
+TEST(Interleave, QuantizedTypesInWholeGroupsOf16Rows) {
   std::mt19937 rng(1);
   std::vector<uint8_t> s;
   EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q4_0, 32, 64, rng, s)));
   EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q4_0, 33, 64, rng, s)));
-  EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q8_0, 32, 64, rng, s)));
+  EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q8_0, 32, 64, rng, s)));
+  EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::F16, 32, 64, rng, s)));
   EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q4_K, 32, 512, rng, s)));
   EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q4_K, 40, 512, rng, s)));
   EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q6_K, 32, 512, rng, s)));
-  EXPECT_FALSE(can_interleave(test::random_weights(GgmlType::Q5_K, 32, 512, rng, s)));
+  EXPECT_TRUE(can_interleave(test::random_weights(GgmlType::Q5_K, 32, 512, rng, s)));
 }
 
-void every_k_weight_comes_back(GgmlType type, float (*weight)(const uint8_t*, int64_t, int64_t, int64_t, int),
-                               size_t interleaved_per_file_bytes, int64_t group_block_bytes) {
+// Every weight of every row decodes from the interleaved copy of `type` to
+// what dequantize_row gives; blocks of `block` weights, `file_bytes` in the
+// file and `group_block_bytes` for 16 rows in the copy.
+void every_weight_comes_back(GgmlType type, float (*weight)(const uint8_t*, int64_t, int64_t, int64_t, int), int block,
+                             size_t file_bytes, int64_t group_block_bytes) {
   std::mt19937 rng(3);
   for (int rows : {16, 48}) {
-    for (int cols : {256, 768}) {
+    for (int cols : {block, 3 * block, 2048}) {
       std::vector<uint8_t> storage;
       TensorView w = test::random_weights(type, rows, cols, rng, storage);
-      ASSERT_EQ(interleaved_bytes(w), storage.size() / interleaved_per_file_bytes * group_block_bytes / 16);
+      ASSERT_EQ(interleaved_bytes(w), storage.size() / file_bytes * group_block_bytes / 16);
       std::vector<uint8_t> copy(interleaved_bytes(w));
       interleave(w, copy.data());
       TensorView iw = w;
@@ -85,21 +106,27 @@ void every_k_weight_comes_back(GgmlType type, float (*weight)(const uint8_t*, in
       for (int r = 0; r < rows; ++r) {
         dequantize_row(type, w.row(r), row.data(), cols);
         for (int e = 0; e < cols; ++e)
-          ASSERT_EQ(weight(copy.data(), cols, r, e / 256, e % 256), row[e])
+          ASSERT_EQ(weight(copy.data(), cols, r, e / block, e % block), row[e])
               << "rows=" << rows << " cols=" << cols << " r=" << r << " e=" << e;
       }
       for (int r = 0; r < rows; r += 16)
-        EXPECT_EQ(rows_begin(iw, r), copy.data() + static_cast<size_t>(r / 16) * (cols / 256) * group_block_bytes);
+        EXPECT_EQ(rows_begin(iw, r), copy.data() + static_cast<size_t>(r / 16) * (cols / block) * group_block_bytes);
     }
   }
 }
 
+TEST(Interleave, EveryQ8_0WeightComesBack) { every_weight_comes_back(GgmlType::Q8_0, q8_weight, 32, 34, 544); }
+
 TEST(Interleave, EveryQ4_KWeightComesBack) {
-  every_k_weight_comes_back(GgmlType::Q4_K, q4k_weight, kQ4_KBytes, kQ4KInterleavedBytes);
+  every_weight_comes_back(GgmlType::Q4_K, q4k_weight, 256, kQ4_KBytes, kQ4KInterleavedBytes);
+}
+
+TEST(Interleave, EveryQ5_KWeightComesBack) {
+  every_weight_comes_back(GgmlType::Q5_K, q5k_weight, 256, kQ5_KBytes, kQ5KInterleavedBytes);
 }
 
 TEST(Interleave, EveryQ6_KWeightComesBack) {
-  every_k_weight_comes_back(GgmlType::Q6_K, q6k_weight, kQ6_KBytes, kQ6KInterleavedBytes);
+  every_weight_comes_back(GgmlType::Q6_K, q6k_weight, 256, kQ6_KBytes, kQ6KInterleavedBytes);
 }
 
 TEST(Interleave, EveryBlockOfEveryRowComesBack) {

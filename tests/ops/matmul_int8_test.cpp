@@ -114,7 +114,7 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   if (!any) std::printf("no int8 kernel at any level this CPU and cap allow: the float path was checked\n");
 }
 
-// Q4_0, Q4_K and Q6_K read from their interleaved copies (the layout decode uses),
+// Q4_0, Q8_0, Q4_K, Q5_K and Q6_K read from their interleaved copies (the layout decode uses),
 // at every dispatch level: each int8 kernel against the twin on the plain rows,
 // within float rounding (2e-6 of the sum of |terms|), and Fast batches
 // within that bound (int8 kernels) or bf16 rounding. Bit-equality with the
@@ -187,6 +187,14 @@ TEST(Int8Matmul, InterleavedQ4_0MatchesTwinAndPlainLayout) {
 
 TEST(Int8Matmul, InterleavedQ4_KMatchesTwinAndPlainLayout) {
   interleaved_matches_twin_and_plain(GgmlType::Q4_K, {256, 768, 2048});
+}
+
+TEST(Int8Matmul, InterleavedQ8_0MatchesTwinAndPlainLayout) {
+  interleaved_matches_twin_and_plain(GgmlType::Q8_0, {32, 96, 800, 2048});
+}
+
+TEST(Int8Matmul, InterleavedQ5_KMatchesTwinAndPlainLayout) {
+  interleaved_matches_twin_and_plain(GgmlType::Q5_K, {256, 768, 2048});
 }
 
 TEST(Int8Matmul, InterleavedQ6_KMatchesTwinAndPlainLayout) {
