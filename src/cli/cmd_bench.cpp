@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "ops/bandwidth.h"
+#include "ops/interleave.h"
 #include "ops/kernel_report.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
@@ -413,29 +414,43 @@ int BenchCommand::run() {
   }
 
   if (bandwidth_) {
-    // Weight bytes one decode step reads: every matrix once, one embedding row.
-    auto bytes_of = [](const TensorView& t) {
-      return t.empty() ? 0.0 : static_cast<double>(row_bytes(t.type, t.ne0)) * static_cast<double>(t.ne1);
+    // What one decode step reads: every matrix once (as the kernels read it:
+    // the interleaved copy where there is one), one embedding row.
+    std::vector<ByteRange> ranges;
+    double bytes = 0;
+    auto add = [&](const TensorView& t, int64_t rows) {
+      if (t.empty()) return;
+      const bool il = t.interleaved != nullptr;
+      const size_t size = il ? interleaved_bytes(t) : row_bytes(t.type, t.ne0) * static_cast<size_t>(rows);
+      ranges.push_back({il ? t.interleaved : t.data, size});
+      bytes += static_cast<double>(size);
     };
     const Model& m = *model;
-    double bytes = bytes_of(m.output) + static_cast<double>(row_bytes(m.tok_embd.type, m.tok_embd.ne0));
+    add(m.output, m.output.ne1);
+    add(m.tok_embd, 1);
     for (const auto& L : m.layers)
-      bytes += bytes_of(L.wq) + bytes_of(L.wk) + bytes_of(L.wv) + bytes_of(L.wo) + bytes_of(L.w_gate) +
-               bytes_of(L.w_up) + bytes_of(L.w_down);
+      for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*t, t->ne1);
     ThreadPool probe_pool(model_.threads);
-    const double bw = measure_read_bandwidth(probe_pool, std::max<size_t>(size_t{1} << 30, 2 * bytes));
+    // The weights where they lie, summed as a plain streaming read, and a
+    // fresh buffer: the ceiling takes the faster.
+    const double bw_weights = measure_read_bandwidth(probe_pool, ranges);
+    const double bw_fresh = measure_read_bandwidth(probe_pool, std::max<size_t>(size_t{1} << 30, 2 * bytes));
+    const double bw = std::max(bw_weights, bw_fresh);
     const double ceiling = bw / bytes;
     const double measured = samples.empty() ? 0 : samples.front().tok_s;
     out["bandwidth"] = {{"read_bytes_per_s", bw},
+                        {"weights_read_bytes_per_s", bw_weights},
+                        {"fresh_buffer_read_bytes_per_s", bw_fresh},
                         {"weight_bytes_per_token", bytes},
                         {"ceiling_tok_s", ceiling},
                         {"decode_tok_s", measured},
                         {"share_of_ceiling", measured / ceiling}};
     if (!json_)
       std::printf(
-          "bandwidth: read %.2f GB/s (%d threads); weights %.1f MiB per token -> ceiling %.2f tok/s; decode at "
-          "position %lld: %.2f tok/s = %.0f%% of the ceiling\n",
-          bw / 1e9, model_.threads, bytes / 1048576.0, ceiling,
+          "bandwidth: read %.2f GB/s (%d threads; a plain sum over the weights %.2f, over a fresh buffer %.2f); "
+          "weights %.1f MiB per token -> ceiling %.2f tok/s; decode at position %lld: %.2f tok/s = %.0f%% of the "
+          "ceiling\n",
+          bw / 1e9, model_.threads, bw_weights / 1e9, bw_fresh / 1e9, bytes / 1048576.0, ceiling,
           samples.empty() ? 0LL : static_cast<long long>(samples.front().position), measured,
           100.0 * measured / ceiling);
   }

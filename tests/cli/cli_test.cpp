@@ -248,6 +248,20 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
     EXPECT_EQ(b.rc, 0) << mode << ": " << b.out;
     EXPECT_NE(b.out.find("\"aggregate_tok_s\""), std::string::npos) << mode;
   }
+  // The bandwidth probe reads the weights where they lie (interleaved Q4_0
+  // under int8: the same bytes as the file's) and a fresh buffer; the
+  // ceiling takes the faster.
+  auto bw = run("bench -m " + q + " --prefill 8 --positions 20 --samples 4 --bandwidth --json");
+  ASSERT_EQ(bw.rc, 0) << bw.out;
+  const auto j = nlohmann::json::parse(bw.out)["bandwidth"];
+  EXPECT_GT(j["weights_read_bytes_per_s"].get<double>(), 1e8) << j;
+  EXPECT_GT(j["fresh_buffer_read_bytes_per_s"].get<double>(), 1e8) << j;
+  EXPECT_EQ(j["read_bytes_per_s"].get<double>(),
+            std::max(j["weights_read_bytes_per_s"].get<double>(), j["fresh_buffer_read_bytes_per_s"].get<double>()));
+  // stories15m in Q4_0: 6 layers of 4 x 288x288 + 3 x 288x768, the 32000 x
+  // 288 output, one embedding row; 18 bytes per 32 weights.
+  const double q4_bytes = (6.0 * (4 * 288 * 288 + 3 * 288 * 768) + 32000.0 * 288 + 288) * 18 / 32;
+  EXPECT_EQ(j["weight_bytes_per_token"].get<double>(), q4_bytes) << j;
   std::remove(q.c_str());
 }
 
