@@ -329,10 +329,17 @@ SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int h
   }
   sc = valid ? sc : Lanes{} - INFINITY;
   const float mx = std::max(lanes_max(sc), m[h]);
-  // The first chunk has m = -inf: nothing to rescale.
-  const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
   const Lanes p = valid ? exp_nonpositive(sc - mx) : Lanes{};
   std::memcpy(p_out, &p, sizeof p);
+  // Once the running max has settled (on the sinks, often from the first
+  // chunk on) most chunks leave it alone: then nothing is rescaled, and the
+  // scalar exp that would give exactly 1 is skipped. The first chunk has m =
+  // -inf: nothing to rescale either.
+  if (mx == m[h]) {
+    l[h] += lanes_sum(p);
+    return;
+  }
+  const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
   m[h] = mx;
   l[h] = l[h] * corr + lanes_sum(p);
   if (corr != 1.0f) {
