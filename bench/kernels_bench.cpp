@@ -43,7 +43,7 @@ void run_matmul(benchmark::State& st, ss::ActQuant aq, bool interleaved = false)
   w.data = wq.data();
   std::string label = ss::type_name(static_cast<uint32_t>(type));
   std::vector<uint8_t> copy;
-  if (interleaved) {  // the layout the engine gives Q4_0 under int8/fast
+  if (interleaved) {  // the layout the engine gives these types under int8
     copy.resize(ss::interleaved_bytes(w));
     ss::interleave(w, copy.data());
     w.interleaved = copy.data();
@@ -88,9 +88,11 @@ BENCHMARK(BM_Matmul)->Apply(MatmulArgs);
 void BM_MatmulInt8(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8); }
 BENCHMARK(BM_MatmulInt8)->ArgsProduct({{8, 2, 12, 13, 14}, {2048}, {2048}, {1, 16, 64}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
-// Q4_0 from its interleaved copy (ops/interleave.h), as the engine reads it.
+// Q4_0, Q8_0 and the K-quants from their interleaved copies (ops/interleave.h),
+// as the engine reads them.
 void BM_MatmulInt8Interleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8, true); }
 BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2}, {2048}, {2048}, {1, 16, 32, 64, 128}});
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{8, 12, 13, 14}, {2048}, {2048}, {1, 64}});
 BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 // The same batches as bf16 tiles (ActQuant::Fast, 4+ rows).

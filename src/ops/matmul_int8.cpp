@@ -468,11 +468,13 @@ SS_VNNI void any_tile(const uint8_t* const* rows, const QuantizedActs& xq, int t
 }
 
 // Activation rows [0, n) in groups the tile kernels take whole: f(t,
-// std::integral_constant<int, NT>) for rows [t, t + NT), NT = 4 while four
-// are left, then one call for the last 1-3.
-template <typename F>
+// std::integral_constant<int, NT>) for rows [t, t + NT), NT = kWide (8 or 4)
+// while that many are left, then 4, then one call for the last 1-3.
+template <int kWide = 4, typename F>
 void for_act_groups(int n, F&& f) {
   int t = 0;
+  if constexpr (kWide > 4)
+    for (; t + kWide <= n; t += kWide) f(t, std::integral_constant<int, kWide>{});
   for (; t + 4 <= n; t += 4) f(t, std::integral_constant<int, 4>{});
   switch (n - t) {
     case 3:
@@ -750,7 +752,7 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;
-    for_act_groups(xq.n, [&](int t, auto nt) {
+    for_act_groups<8>(xq.n, [&](int t, auto nt) {
       constexpr int kNt = decltype(nt)::value;
       if (type == GgmlType::Q4_K)
         interleaved_k45_tile<false, kNt>(group, xq, t, yg + t * rows, rows);
