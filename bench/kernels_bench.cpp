@@ -2,6 +2,7 @@
 // STREAM-triad memory-bandwidth probe. Run: build/release/bench/kernels_bench
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <random>
 #include <string>
 #include <vector>
@@ -142,6 +143,19 @@ void BM_AttentionFused(benchmark::State& st) {
       benchmark::Counter(static_cast<double>(keys) * g * st.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttentionFused)->Args({8, 512, 2})->Args({64, 512, 8})->Args({128, 4096, 4});
+
+// The per-step cost of handing work to the pool's threads: one fork-join of
+// trivial parts (a decode step issues a few per layer), in microseconds
+// round trip. Range: threads.
+void BM_ThreadPoolForkJoin(benchmark::State& st) {
+  ss::ThreadPool pool(static_cast<int>(st.range(0)));
+  std::atomic<int> sink{0};
+  for (auto _ : st)
+    pool.parallel_for(static_cast<size_t>(pool.size()),
+                      [&](size_t b, size_t e) { sink.fetch_add(static_cast<int>(e - b), std::memory_order_relaxed); });
+  benchmark::DoNotOptimize(sink.load());
+}
+BENCHMARK(BM_ThreadPoolForkJoin)->Arg(1)->Arg(2);
 
 void BM_RmsNorm(benchmark::State& st) {
   const int n = static_cast<int>(st.range(0));
