@@ -23,69 +23,64 @@ int64_t group_bytes(const TensorView& w) {
   }
 }
 
-void interleave_q8_0(const TensorView& w, uint8_t* out) {
-  const int64_t nb = w.ne0 / 32, groups = w.ne1 / kInterleaveRows;
+// f(blk, dst, m) for every block of every row of W: blk the block in the
+// row's own bytes, dst the interleaved block that holds it with its group's
+// 15 other rows, m the row within the group. out is zeroed first, since some
+// layouts or bits in.
+template <class F>
+void for_each_block(const TensorView& w, uint8_t* out, F&& f) {
+  const int64_t elems = type_traits(static_cast<uint32_t>(w.type))->block_elems, nb = w.ne0 / elems;
+  const int64_t groups = w.ne1 / kInterleaveRows, il_bytes = group_bytes(w) / nb;
+  const size_t bytes = row_bytes(w.type, elems);
+  std::memset(out, 0, static_cast<size_t>(groups * nb * il_bytes));
   for (int64_t g = 0; g < groups; ++g)
     for (int m = 0; m < kInterleaveRows; ++m) {
       const uint8_t* row = w.row(g * kInterleaveRows + m);
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + b * (2 + kQ8_0Block);
-        uint8_t* dst = out + (g * nb + b) * kQ8InterleavedBlockBytes;
-        std::memcpy(dst + 2 * m, blk, 2);
-        for (int e = 0; e < 32; ++e) dst[32 + 64 * (e / 4) + 4 * m + e % 4] = blk[2 + e] ^ 0x80;
-      }
+      for (int64_t b = 0; b < nb; ++b) f(row + b * bytes, out + (g * nb + b) * il_bytes, m);
     }
 }
 
+void interleave_q8_0(const TensorView& w, uint8_t* out) {
+  for_each_block(w, out, [](const uint8_t* blk, uint8_t* dst, int m) {
+    std::memcpy(dst + 2 * m, blk, 2);
+    for (int e = 0; e < 32; ++e) dst[32 + 64 * (e / 4) + 4 * m + e % 4] = blk[2 + e] ^ 0x80;
+  });
+}
+
 void interleave_q4_0(const TensorView& w, uint8_t* out) {
-  const int64_t nb = w.ne0 / 32, groups = w.ne1 / kInterleaveRows;
-  for (int64_t g = 0; g < groups; ++g)
-    for (int m = 0; m < kInterleaveRows; ++m) {
-      const uint8_t* row = w.row(g * kInterleaveRows + m);
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* blk = row + b * kQ4_0Bytes;
-        uint8_t* dst = out + (g * nb + b) * kInterleavedBlockBytes;
-        std::memcpy(dst + 2 * m, blk, 2);
-        for (int j = 0; j < 4; ++j) std::memcpy(dst + 32 + 64 * j + 4 * m, blk + 2 + 4 * j, 4);
-      }
-    }
+  for_each_block(w, out, [](const uint8_t* blk, uint8_t* dst, int m) {
+    std::memcpy(dst + 2 * m, blk, 2);
+    for (int j = 0; j < 4; ++j) std::memcpy(dst + 32 + 64 * j + 4 * m, blk + 2 + 4 * j, 4);
+  });
 }
 
 // Q4_K, or Q5_K (five).
 void interleave_k45(const TensorView& w, bool five, uint8_t* out) {
-  const int64_t ns = w.ne0 / kQkK, groups = w.ne1 / kInterleaveRows;
-  const int64_t sb_bytes = five ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
   const int pair_bytes = five ? kQ5KIlPairBytes : kQ4KIlPairBytes;
-  if (five) std::memset(out, 0, static_cast<size_t>(groups * ns * sb_bytes));  // the fifth bits are or-ed in
-  for (int64_t g = 0; g < groups; ++g)
-    for (int m = 0; m < kInterleaveRows; ++m) {
-      const uint8_t* row = w.row(g * kInterleaveRows + m);
-      for (int64_t sb = 0; sb < ns; ++sb) {
-        const uint8_t* blk = row + sb * (five ? kQ5_KBytes : kQ4_KBytes);
-        const uint8_t* qh = blk + 16;                // Q5_K: bit j of qh[l] is weight l of sub-block j's fifth
-        const uint8_t* qs = blk + (five ? 48 : 16);  // nibbles
-        uint8_t* dst = out + (g * ns + sb) * sb_bytes;
-        std::memcpy(dst + 2 * m, blk, 2);
-        std::memcpy(dst + kQ4KIlDmin + 2 * m, blk + 2, 2);
-        uint8_t sc[8], mn[8];
-        kquant_scales_mins(blk + 4, sc, mn);
-        for (int j = 0; j < 8; ++j) {
-          dst[kQ4KIlScales + 16 * j + m] = sc[j];
-          dst[kQ4KIlMins + 16 * j + m] = mn[j];
-        }
-        for (int p = 0; p < 4; ++p) {
-          uint8_t* pair = dst + kQ4KIlNibbles + pair_bytes * p;
-          for (int c = 0; c < 8; ++c) {
-            std::memcpy(pair + 64 * c + 4 * m, qs + 32 * p + 4 * c, 4);
-            for (int i = 0; five && i < 4; ++i) {
-              const int l = 4 * c + i, bits = (qh[l] >> (2 * p)) & 3;  // sub-blocks 2p, 2p + 1
-              pair[512 + 64 * (c / 4) + 4 * m + i] |= static_cast<uint8_t>(bits << (2 * (c % 4)));
-            }
-          }
+  for_each_block(w, out, [&](const uint8_t* blk, uint8_t* dst, int m) {
+    const uint8_t* qh = blk + 16;                // Q5_K: bit j of qh[l] is weight l of sub-block j's fifth
+    const uint8_t* qs = blk + (five ? 48 : 16);  // nibbles
+    std::memcpy(dst + 2 * m, blk, 2);
+    std::memcpy(dst + kQ4KIlDmin + 2 * m, blk + 2, 2);
+    uint8_t sc[8], mn[8];
+    kquant_scales_mins(blk + 4, sc, mn);
+    for (int j = 0; j < 8; ++j) {
+      dst[kQ4KIlScales + 16 * j + m] = sc[j];
+      dst[kQ4KIlMins + 16 * j + m] = mn[j];
+    }
+    for (int p = 0; p < 4; ++p) {
+      uint8_t* pair = dst + kQ4KIlNibbles + pair_bytes * p;
+      for (int c = 0; c < 8; ++c) {
+        std::memcpy(pair + 64 * c + 4 * m, qs + 32 * p + 4 * c, 4);
+        for (int i = 0; five && i < 4; ++i) {
+          const int l = 4 * c + i, bits = (qh[l] >> (2 * p)) & 3;  // sub-blocks 2p, 2p + 1
+          pair[512 + 64 * (c / 4) + 4 * m + i] |= static_cast<uint8_t>(bits << (2 * (c % 4)));
         }
       }
     }
+  });
 }
+
 // Weight e (0..255) of a Q6_K super-block as its unsigned 6-bit value: half
 // e / 128, quarter (e % 128) / 32; low nibble from ql (quarters 1, 3 read
 // bytes 32-63 of the half's 64; 2, 3 the high nibbles), two high bits from qh
@@ -98,28 +93,20 @@ int q6k_unsigned(const uint8_t* blk, int e) {
 }
 
 void interleave_q6_k(const TensorView& w, uint8_t* out) {
-  const int64_t ns = w.ne0 / kQkK, groups = w.ne1 / kInterleaveRows;
-  std::memset(out, 0, static_cast<size_t>(groups * ns * kQ6KInterleavedBytes));  // the top bits are or-ed in
-  for (int64_t g = 0; g < groups; ++g)
-    for (int m = 0; m < kInterleaveRows; ++m) {
-      const uint8_t* row = w.row(g * kInterleaveRows + m);
-      for (int64_t sb = 0; sb < ns; ++sb) {
-        const uint8_t* blk = row + sb * kQ6_KBytes;
-        uint8_t* dst = out + (g * ns + sb) * kQ6KInterleavedBytes;
-        std::memcpy(dst + 2 * m, blk + 208, 2);
-        for (int j = 0; j < 16; ++j) dst[kQ6KIlScales + 16 * j + m] = blk[192 + j];
-        for (int p = 0; p < 4; ++p) {
-          uint8_t* pair = dst + kQ6KIlPairs + kQ6KIlPairBytes * p;
-          for (int c = 0; c < 8; ++c)
-            for (int i = 0; i < 4; ++i) {
-              const int lo = q6k_unsigned(blk, 64 * p + 4 * c + i), hi = q6k_unsigned(blk, 64 * p + 32 + 4 * c + i);
-              pair[64 * c + 4 * m + i] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
-              pair[kQ6KIlHighBits + 64 * (c / 2) + 4 * m + i] |=
-                  static_cast<uint8_t>(((lo >> 4) | (hi >> 4) << 2) << (4 * (c % 2)));
-            }
+  for_each_block(w, out, [](const uint8_t* blk, uint8_t* dst, int m) {
+    std::memcpy(dst + 2 * m, blk + 208, 2);
+    for (int j = 0; j < 16; ++j) dst[kQ6KIlScales + 16 * j + m] = blk[192 + j];
+    for (int p = 0; p < 4; ++p) {
+      uint8_t* pair = dst + kQ6KIlPairs + kQ6KIlPairBytes * p;
+      for (int c = 0; c < 8; ++c)
+        for (int i = 0; i < 4; ++i) {
+          const int lo = q6k_unsigned(blk, 64 * p + 4 * c + i), hi = q6k_unsigned(blk, 64 * p + 32 + 4 * c + i);
+          pair[64 * c + 4 * m + i] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
+          pair[kQ6KIlHighBits + 64 * (c / 2) + 4 * m + i] |=
+              static_cast<uint8_t>(((lo >> 4) | (hi >> 4) << 2) << (4 * (c % 2)));
         }
-      }
     }
+  });
 }
 }  // namespace
 
