@@ -81,26 +81,35 @@ void interleave_k45(const TensorView& w, bool five, uint8_t* out) {
   });
 }
 
-// Weight e (0..255) of a Q6_K super-block as its unsigned 6-bit value: half
-// e / 128, quarter (e % 128) / 32; low nibble from ql (quarters 1, 3 read
-// bytes 32-63 of the half's 64; 2, 3 the high nibbles), two high bits from qh
-// byte e % 32 of the half, shifted by 2 * quarter.
-int q6k_unsigned(const uint8_t* blk, int e) {
-  const int h = e / 128, quarter = (e % 128) / 32, l = e % 32;
-  const uint8_t lo = blk[64 * h + l + 32 * (quarter & 1)];
-  const int nib = quarter < 2 ? lo & 0x0F : lo >> 4;
-  return nib | (((blk[128 + 32 * h + l] >> (2 * quarter)) & 3) << 4);
+// A Q6_K super-block's 256 weights as unsigned 6-bit values v (weight = d *
+// scale * (v - 32)), in order: per half h of 128, weight l (< 32) of quarter
+// q takes its low nibble from ql byte 64h + l (+ 32 for quarters 1, 3; high
+// nibble for 2, 3) and two high bits from qh byte 32h + l, shifted by 2q.
+void q6k_values(const uint8_t* blk, uint8_t* v) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = blk + 64 * h;
+    const uint8_t* qh = blk + 128 + 32 * h;
+    uint8_t* out = v + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = static_cast<uint8_t>((ql[l] & 15) | (qh[l] & 3) << 4);
+      out[l + 32] = static_cast<uint8_t>((ql[l + 32] & 15) | ((qh[l] >> 2) & 3) << 4);
+      out[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4);
+      out[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4);
+    }
+  }
 }
 
 void interleave_q6_k(const TensorView& w, uint8_t* out) {
   for_each_block(w, out, [](const uint8_t* blk, uint8_t* dst, int m) {
+    uint8_t v[256];
+    q6k_values(blk, v);
     std::memcpy(dst + 2 * m, blk + 208, 2);
     for (int j = 0; j < 16; ++j) dst[kQ6KIlScales + 16 * j + m] = blk[192 + j];
     for (int p = 0; p < 4; ++p) {
       uint8_t* pair = dst + kQ6KIlPairs + kQ6KIlPairBytes * p;
       for (int c = 0; c < 8; ++c)
         for (int i = 0; i < 4; ++i) {
-          const int lo = q6k_unsigned(blk, 64 * p + 4 * c + i), hi = q6k_unsigned(blk, 64 * p + 32 + 4 * c + i);
+          const int lo = v[64 * p + 4 * c + i], hi = v[64 * p + 32 + 4 * c + i];
           pair[64 * c + 4 * m + i] = static_cast<uint8_t>((lo & 15) | (hi & 15) << 4);
           pair[kQ6KIlHighBits + 64 * (c / 2) + 4 * m + i] |=
               static_cast<uint8_t>(((lo >> 4) | (hi >> 4) << 2) << (4 * (c % 2)));
