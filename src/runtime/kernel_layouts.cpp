@@ -38,8 +38,8 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
   // One arena for all copies: whole huge pages, no rounding per matrix.
   constexpr size_t kAlign = 64;
   auto bytes = [](const TensorView& w) { return row_bytes(w.type, w.ne0) * static_cast<size_t>(w.ne1); };
-  // Q4_K is interleaved only where its batches run on VNNI too: the AMX
-  // tiles read K-quants as plain rows.
+  // Types other than Q4_0 are interleaved only where their batches do not
+  // take the AMX tiles, which read them as plain rows (Q6_K never does).
   auto interleaved = [](const TensorView& w) {
     return can_interleave(w) && (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows));
   };
