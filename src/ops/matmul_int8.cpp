@@ -116,22 +116,22 @@ float scaled_block_dot(GgmlType t, const uint8_t* row, int64_t b, const Quantize
 
 namespace {
 // One block of 32: d = max|x| / 127, q = x / d rounded to nearest (ties to
-// even, as the SIMD conversion rounds), returns the sum of q.
-int32_t quantize_block_scalar(const float* x, int8_t* q, float* d_out) {
+// even, as the SIMD conversion rounds); half_sums: the sums of q[0, 16) and
+// q[16, 32) (Q6_K's sub-blocks; their total is the block's).
+void quantize_block_scalar(const float* x, int8_t* q, float* d_out, int32_t* half_sums) {
   float amax = 0;
   for (int i = 0; i < kActBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
   const float d = amax / 127.0f;
   const float id = d > 0 ? 1.0f / d : 0.0f;
-  int32_t s = 0;
+  half_sums[0] = half_sums[1] = 0;
   for (int i = 0; i < kActBlock; ++i) {
     q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
-    s += q[i];
+    half_sums[i / 16] += q[i];
   }
   *d_out = d;
-  return s;
 }
 
-int32_t quantize_block(const float* x, int8_t* q, float* d_out);
+void quantize_block(const float* x, int8_t* q, float* d_out, int32_t* half_sums);
 // AMX tiles are present, permitted and within the CPU cap.
 bool amx_for_batches();
 }  // namespace
@@ -158,12 +158,9 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
       const int8_t* src = real ? out.q.data() + t * cols : nullptr;
       for (int64_t b = 0; real && b < nb; ++b) {
         const size_t i = static_cast<size_t>(t * nb + b);
-        const int8_t* q = out.q.data() + t * cols + b * kActBlock;
-        out.sum[i] = quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i]);
-        int32_t first = 0;
-        for (int k = 0; k < 16; ++k) first += q[k];
-        out.sum16[2 * i] = first;
-        out.sum16[2 * i + 1] = out.sum[i] - first;
+        int32_t* halves = out.sum16.data() + 2 * i;
+        quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i], halves);
+        out.sum[i] = halves[0] + halves[1];
       }
       if (!out.amx) {  // every row is real here: only AMX groups have padding
         int8_t* h = out.q_halves.data() + t * cols;
@@ -996,7 +993,7 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
 
 namespace {
 
-SS_VNNI int32_t quantize_block_vnni(const float* x, int8_t* q, float* d_out) {
+SS_VNNI void quantize_block_vnni(const float* x, int8_t* q, float* d_out, int32_t* half_sums) {
   const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
   const float d = amax / 127.0f;
@@ -1006,14 +1003,18 @@ SS_VNNI int32_t quantize_block_vnni(const float* x, int8_t* q, float* d_out) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(qa));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(qb));
   *d_out = d;
-  return _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+  half_sums[0] = _mm512_reduce_add_epi32(qa);
+  half_sums[1] = _mm512_reduce_add_epi32(qb);
 }
 
 }  // namespace
 
 namespace {
-int32_t quantize_block(const float* x, int8_t* q, float* d_out) {
-  return cpu_has_vnni() ? quantize_block_vnni(x, q, d_out) : quantize_block_scalar(x, q, d_out);
+void quantize_block(const float* x, int8_t* q, float* d_out, int32_t* half_sums) {
+  if (cpu_has_vnni())
+    quantize_block_vnni(x, q, d_out, half_sums);
+  else
+    quantize_block_scalar(x, q, d_out, half_sums);
 }
 }  // namespace
 
@@ -1053,7 +1054,9 @@ bool amx_for_batches() { return amx_enabled(); }
 #else  // no x86: the float path only
 
 namespace {
-int32_t quantize_block(const float* x, int8_t* q, float* d_out) { return quantize_block_scalar(x, q, d_out); }
+void quantize_block(const float* x, int8_t* q, float* d_out, int32_t* half_sums) {
+  quantize_block_scalar(x, q, d_out, half_sums);
+}
 }  // namespace
 
 bool int8_matmul_supported(const TensorView&) { return false; }
