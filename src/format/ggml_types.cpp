@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "format/quantize_ref.h"
 #include "util/check.h"
 #include "util/fp16.h"
 
@@ -21,6 +22,10 @@ std::optional<TypeTraits> type_traits(uint32_t raw_type) {
       return TypeTraits{"Q8_0", kQ8_0Block, 2 + kQ8_0Block};
     case GgmlType::Q4_0:
       return TypeTraits{"Q4_0", kQ4_0Block, 2 + kQ4_0Block / 2};
+    case GgmlType::Q5_0:
+      return TypeTraits{"Q5_0", kQ5Block, kQ5_0Bytes};
+    case GgmlType::Q5_1:
+      return TypeTraits{"Q5_1", kQ5Block, kQ5_1Bytes};
     case GgmlType::Q4_K:
       return TypeTraits{"Q4_K", kQkK, kQ4_KBytes};
     case GgmlType::Q5_K:
@@ -44,11 +49,6 @@ float half_at(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return fp16_to_fp32(h);
-}
-
-void put_half(uint8_t* p, float v) {
-  const uint16_t h = fp32_to_fp16(v);
-  std::memcpy(p, &h, 2);
 }
 
 // Q4_K and Q5_K share their scale layout: eight sub-blocks of 32, each with a
@@ -99,85 +99,8 @@ void dequantize_q6_k(const uint8_t* blk, float* out) {
   }
 }
 
-int clamp_round(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
-
 // A plain min/max K-quantizer (not llama.cpp's error-minimising search): good
 // enough for test and synthetic models, and exact to the format.
-void quantize_k45(const float* x, bool five, uint8_t* blk) {
-  const int qmax = five ? 31 : 15;
-  float scale[8], min[8];
-  float max_scale = 0, max_min = 0;
-  for (int j = 0; j < 8; ++j) {
-    float lo = 0, hi = -INFINITY;
-    for (int l = 0; l < 32; ++l) {
-      lo = std::min(lo, x[32 * j + l]);
-      hi = std::max(hi, x[32 * j + l]);
-    }
-    scale[j] = (hi - lo) / static_cast<float>(qmax);
-    min[j] = -lo;
-    max_scale = std::max(max_scale, scale[j]);
-    max_min = std::max(max_min, min[j]);
-  }
-  put_half(blk, max_scale / 63);
-  put_half(blk + 2, max_min / 63);
-  const float d = half_at(blk), dmin = half_at(blk + 2);
-  uint8_t* sc = blk + 4;
-  std::memset(sc, 0, 12);
-  int qs6[8], qm6[8];
-  for (int j = 0; j < 8; ++j) {
-    qs6[j] = d > 0 ? clamp_round(scale[j] / d, 0, 63) : 0;
-    qm6[j] = dmin > 0 ? clamp_round(min[j] / dmin, 0, 63) : 0;
-    if (j < 4) {
-      sc[j] = static_cast<uint8_t>(sc[j] | qs6[j]);
-      sc[j + 4] = static_cast<uint8_t>(sc[j + 4] | qm6[j]);
-    } else {
-      sc[j + 4] = static_cast<uint8_t>((qs6[j] & 0x0F) | ((qm6[j] & 0x0F) << 4));
-      sc[j - 4] = static_cast<uint8_t>(sc[j - 4] | ((qs6[j] >> 4) << 6));
-      sc[j] = static_cast<uint8_t>(sc[j] | ((qm6[j] >> 4) << 6));
-    }
-  }
-  uint8_t* qh = blk + 16;
-  uint8_t* qs = blk + (five ? 48 : 16);
-  if (five) std::memset(qh, 0, 32);
-  for (int j = 0; j < 8; ++j) {
-    const float dj = d * static_cast<float>(qs6[j]), mj = dmin * static_cast<float>(qm6[j]);
-    for (int l = 0; l < 32; ++l) {
-      const int q = dj > 0 ? clamp_round((x[32 * j + l] + mj) / dj, 0, qmax) : 0;
-      const int pair = j / 2, byte = 32 * pair + l;
-      if (j % 2 == 0)
-        qs[byte] = static_cast<uint8_t>(q & 0x0F);
-      else
-        qs[byte] = static_cast<uint8_t>(qs[byte] | ((q & 0x0F) << 4));
-      if (five && q >= 16) qh[l] = static_cast<uint8_t>(qh[l] | (1 << j));
-    }
-  }
-}
-
-void quantize_q6_k(const float* x, uint8_t* blk) {
-  float scale[16], max_scale = 0;
-  for (int i = 0; i < 16; ++i) {
-    float amax = 0;
-    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * i + l]));
-    scale[i] = amax / 31;
-    max_scale = std::max(max_scale, scale[i]);
-  }
-  put_half(blk + 208, max_scale / 127);
-  const float d = half_at(blk + 208);
-  auto* sc = reinterpret_cast<int8_t*>(blk + 192);
-  std::memset(blk, 0, 192);
-  for (int i = 0; i < 16; ++i) sc[i] = static_cast<int8_t>(d > 0 ? clamp_round(scale[i] / d, -128, 127) : 0);
-  for (int e = 0; e < kQkK; ++e) {
-    const float di = d * static_cast<float>(sc[e / 16]);
-    const int q = (di != 0 ? clamp_round(x[e] / di, -32, 31) : 0) + 32;
-    const int h = e / 128, r = e % 128, quarter = r / 32, l = r % 32;
-    uint8_t* ql = blk + 64 * h;
-    uint8_t* qh = blk + 128 + 32 * h;
-    const int lbyte = l + (quarter % 2) * 32;
-    ql[lbyte] = static_cast<uint8_t>(ql[lbyte] | ((q & 0x0F) << (quarter / 2 * 4)));
-    qh[l] = static_cast<uint8_t>(qh[l] | ((q >> 4) << (2 * quarter)));
-  }
-}
-
 }  // namespace
 
 std::string type_name(uint32_t raw_type) {
@@ -234,6 +157,26 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
         for (int i = 0; i < kQ4_0Block / 2; ++i) {
           out[i] = d * static_cast<float>((q[i] & 0x0F) - 8);
           out[i + kQ4_0Block / 2] = d * static_cast<float>((q[i] >> 4) - 8);
+        }
+      }
+      return;
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
+      // Elements i and i + 16 share byte i (low / high nibble); bit i and
+      // i + 16 of qh are their fifth bits. Q5_0 is offset by 16, Q5_1 by m.
+      for (int64_t b = 0; b < n / kQ5Block; ++b) {
+        const bool one = t == GgmlType::Q5_1;
+        const uint8_t* blk = p + b * (one ? kQ5_1Bytes : kQ5_0Bytes);
+        const float d = half_at(blk), m = one ? half_at(blk + 2) : 0.0f;
+        uint32_t qh;
+        std::memcpy(&qh, blk + (one ? 4 : 2), 4);
+        const uint8_t* q = blk + (one ? 8 : 6);
+        float* out = dst + b * kQ5Block;
+        for (int i = 0; i < 16; ++i) {
+          const int lo = (q[i] & 0x0F) | static_cast<int>(((qh >> i) & 1) << 4);
+          const int hi = (q[i] >> 4) | static_cast<int>(((qh >> (i + 16)) & 1) << 4);
+          out[i] = one ? d * static_cast<float>(lo) + m : d * static_cast<float>(lo - 16);
+          out[i + 16] = one ? d * static_cast<float>(hi) + m : d * static_cast<float>(hi - 16);
         }
       }
       return;
@@ -314,13 +257,20 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
         }
       }
       return;
+    case GgmlType::Q5_0:
+      for (int64_t b = 0; b < n / kQ5Block; ++b) quantize_block_q5_0(src + b * kQ5Block, p + b * kQ5_0Bytes);
+      return;
+    case GgmlType::Q5_1:
+      for (int64_t b = 0; b < n / kQ5Block; ++b) quantize_block_q5_1(src + b * kQ5Block, p + b * kQ5_1Bytes);
+      return;
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
       for (int64_t b = 0; b < n / kQkK; ++b)
-        quantize_k45(src + b * kQkK, t == GgmlType::Q5_K, p + b * (t == GgmlType::Q5_K ? kQ5_KBytes : kQ4_KBytes));
+        quantize_block_k45(src + b * kQkK, t == GgmlType::Q5_K,
+                           p + b * (t == GgmlType::Q5_K ? kQ5_KBytes : kQ4_KBytes));
       return;
     case GgmlType::Q6_K:
-      for (int64_t b = 0; b < n / kQkK; ++b) quantize_q6_k(src + b * kQkK, p + b * kQ6_KBytes);
+      for (int64_t b = 0; b < n / kQkK; ++b) quantize_block_q6_k(src + b * kQkK, p + b * kQ6_KBytes);
       return;
     case GgmlType::MXFP4:
       // The exponent puts the largest magnitude in E2M1's top binade (4..6

@@ -12,6 +12,8 @@ enum class GgmlType : uint32_t {
   F32 = 0,
   F16 = 1,
   Q4_0 = 2,
+  Q5_0 = 6,
+  Q5_1 = 7,
   Q8_0 = 8,
   Q4_K = 12,
   Q5_K = 13,
@@ -36,12 +38,16 @@ size_t row_bytes(GgmlType t, int64_t n);
 // Dequantizes n elements (a multiple of the block size) of row `src` into dst.
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n);
 
-// Quantizes n floats into dst (used by the GGUF writer for test models).
+// Quantizes n floats into dst with ggml's reference choice of scales
+// (format/quantize_ref.h for the K-quants and Q5_0/Q5_1).
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n);
 
 constexpr int kQ8_0Block = 32;
 constexpr int kQ4_0Block = 32;
 constexpr int kQ4_0Bytes = 2 + kQ4_0Block / 2;  // f16 d, nibbles
+constexpr int kQ5Block = 32;
+constexpr int kQ5_0Bytes = 2 + 4 + kQ5Block / 2;      // f16 d, 32 fifth bits, nibbles
+constexpr int kQ5_1Bytes = 2 + 2 + 4 + kQ5Block / 2;  // f16 d, f16 m, fifth bits, nibbles
 // K-quants: super-blocks of 256 elements (ggml's QK_K).
 constexpr int kQkK = 256;
 constexpr int kQ4_KBytes = 4 + 12 + kQkK / 2;                    // d, dmin, 6-bit scales+mins, nibbles

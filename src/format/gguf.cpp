@@ -284,7 +284,7 @@ Result<TensorView> GgufFile::tensor(const std::string& name) const {
   const auto& ti = tensors_[it->second];
   if (!type_traits(ti.raw_type))
     return make_error(path() + ": tensor '" + name + "' has unsupported type " + type_name(ti.raw_type) +
-                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, MXFP4)");
+                      " (supported: F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, MXFP4)");
   if (ti.ne.size() > 2) return make_error(path() + ": tensor '" + name + "' has more than 2 dims");
   TensorView v;
   v.name = name;

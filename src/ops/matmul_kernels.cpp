@@ -253,6 +253,23 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
       }
       return n;
     }
+    case GgmlType::Q5_0:
+    case GgmlType::Q5_1: {
+      // Types llama.cpp falls back to where K-quant rows do not fit: each
+      // block decoded through a 32-float buffer by the scalar decoder.
+      const size_t bb = row_bytes(t, kQ5Block);
+      for (int64_t b = 0; b < n / kQ5Block; ++b) {
+        const size_t off = static_cast<size_t>(b) * bb;
+        fetch_to(off);
+        float block[R][kQ5Block];
+        for (int q = 0; q < R; ++q) dequantize_row(t, rows[q] + off, block[q], kQ5Block);
+        for (int64_t c = 0; c + N <= kQ5Block; c += N) {
+          for (int q = 0; q < R; ++q) w[q] = hn::LoadU(df, block[q] + c);
+          fn(b * kQ5Block + c, w);
+        }
+      }
+      return n;
+    }
     case GgmlType::MXFP4: {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
       // As Q4_0: the block's 16 values in one vector, one permute per chunk.

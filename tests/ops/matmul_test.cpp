@@ -15,8 +15,9 @@
 namespace ss {
 namespace {
 
-constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-                                  GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::MXFP4};
+constexpr GgmlType kAllTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                                  GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K,
+                                  GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::MXFP4};
 
 struct RestrictTarget {
   explicit RestrictTarget(int64_t bits) { simd_restrict_to(bits); }
