@@ -136,4 +136,56 @@ class ServeCommand {
   long long max_prompt_tokens_ = 1 << 16, max_tokens_limit_ = 0, default_max_tokens_ = 4096;
 };
 
+// quantize IN OUT TYPE: llama.cpp's types and mixes with ggml's scales.
+class QuantizeCommand {
+ public:
+  explicit QuantizeCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  std::string in_, out_, type_;
+  int threads_ = 0;
+  bool pure_ = false, allow_requantize_ = false;
+};
+
+// convert HFDIR OUT.gguf: safetensors + tokenizer + chat template -> GGUF.
+class ConvertCommand {
+ public:
+  explicit ConvertCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  std::string in_, out_, outtype_ = "auto", chat_template_;
+  int threads_ = 0;
+};
+
+// tokenize / detokenize: how text maps to ids, as llama-tokenize shows it.
+class TokenizeCommand {
+ public:
+  explicit TokenizeCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  std::string model_, tokenizer_, prompt_, file_;
+  bool ids_ = false, count_ = false, no_bos_ = false, no_parse_special_ = false, stdin_ = false;
+};
+
+class DetokenizeCommand {
+ public:
+  explicit DetokenizeCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  std::string model_, tokenizer_;
+  std::vector<std::string> ids_;
+};
+
 }  // namespace ss::cli

@@ -6,8 +6,12 @@ namespace ss::cli {
 
 bool stderr_is_tty() { return isatty(STDERR_FILENO) == 1; }
 
-Progress::Progress(std::string label, bool tty)
-    : label_(std::move(label)), tty_(tty), start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+Progress::Progress(std::string label, bool tty, std::string unit)
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      tty_(tty),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 void Progress::update(int64_t done, int64_t total, const std::string& extra) {
   const auto now = std::chrono::steady_clock::now();
@@ -22,16 +26,17 @@ void Progress::update(int64_t done, int64_t total, const std::string& extra) {
     const int fill = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<size_t>(fill), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r\033[K%-16s [%s] %3.0f%% %lld/%lld tok %8.0f tok/s ETA %5.0fs %s", label_.c_str(),
-                 bar.c_str(), frac * 100, static_cast<long long>(done), static_cast<long long>(total), rate, eta,
-                 extra.c_str());
+    std::fprintf(stderr, "\r\033[K%-16s [%s] %3.0f%% %lld/%lld %s %8.0f %s/s ETA %5.0fs %s", label_.c_str(),
+                 bar.c_str(), frac * 100, static_cast<long long>(done), static_cast<long long>(total), unit_.c_str(),
+                 rate, unit_.c_str(), eta, extra.c_str());
     drawn_ = true;
   } else {
     const int decile = static_cast<int>(frac * 10);
     if (decile == last_decile_) return;
     last_decile_ = decile;
-    std::fprintf(stderr, "%s: %3.0f%% %lld/%lld tok %.0f tok/s ETA %.0fs %s\n", label_.c_str(), frac * 100,
-                 static_cast<long long>(done), static_cast<long long>(total), rate, eta, extra.c_str());
+    std::fprintf(stderr, "%s: %3.0f%% %lld/%lld %s %.0f %s/s ETA %.0fs %s\n", label_.c_str(), frac * 100,
+                 static_cast<long long>(done), static_cast<long long>(total), unit_.c_str(), rate, unit_.c_str(), eta,
+                 extra.c_str());
   }
   std::fflush(stderr);
 }

@@ -10,13 +10,15 @@ namespace ss::cli {
 
 class Progress {
  public:
-  Progress(std::string label, bool tty);
+  // unit: what done/total count ("tok", "M weights", ...).
+  Progress(std::string label, bool tty, std::string unit = "tok");
   // done/total tokens; extra: text appended (e.g. running perplexity).
   void update(int64_t done, int64_t total, const std::string& extra);
   void finish();
 
  private:
   std::string label_;
+  std::string unit_;
   bool tty_;
   std::chrono::steady_clock::time_point start_, last_draw_;
   int last_decile_ = -1;

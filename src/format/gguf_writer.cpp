@@ -72,12 +72,59 @@ void GgufWriter::set_i32s(const std::string& key, const std::vector<int32_t>& v)
   ++n_kv_;
 }
 
+namespace {
+void put_value(std::vector<uint8_t>& b, const GgufValue& v) {
+  switch (v.type) {
+    case GgufValueType::U8:
+    case GgufValueType::I8:
+    case GgufValueType::BOOL:
+      put<uint8_t>(b, static_cast<uint8_t>(v.i));
+      return;
+    case GgufValueType::U16:
+    case GgufValueType::I16:
+      put<uint16_t>(b, static_cast<uint16_t>(v.i));
+      return;
+    case GgufValueType::U32:
+    case GgufValueType::I32:
+      put<uint32_t>(b, static_cast<uint32_t>(v.i));
+      return;
+    case GgufValueType::U64:
+      put<uint64_t>(b, v.u);
+      return;
+    case GgufValueType::I64:
+      put<int64_t>(b, v.i);
+      return;
+    case GgufValueType::F32:
+      put<float>(b, static_cast<float>(v.f));
+      return;
+    case GgufValueType::F64:
+      put<double>(b, v.f);
+      return;
+    case GgufValueType::STRING:
+      put_str(b, v.s);
+      return;
+    case GgufValueType::ARRAY:
+      put<uint32_t>(b, static_cast<uint32_t>(v.elem_type));
+      put<uint64_t>(b, v.arr.size());
+      for (const auto& e : v.arr) put_value(b, e);
+      return;
+  }
+}
+}  // namespace
+
+void GgufWriter::set_value(const std::string& key, const GgufValue& v) {
+  put_str(kv_blob_, key);
+  put<uint32_t>(kv_blob_, static_cast<uint32_t>(v.type));
+  put_value(kv_blob_, v);
+  ++n_kv_;
+}
+
 void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne,
                             const std::vector<float>& data) {
   int64_t n = 1;
   for (auto d : ne) n *= d;
   SS_CHECK(static_cast<int64_t>(data.size()) == n);
-  Tensor t{name, type, std::move(ne), {}, {}};
+  Tensor t{name, type, std::move(ne), {}, {}, {}};
   const int64_t rows = n / t.ne[0];
   const size_t rb = row_bytes(type, t.ne[0]);
   t.data.resize(rb * static_cast<size_t>(rows));
@@ -86,11 +133,22 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
 }
 
 void GgufWriter::add_tensor_rows(const std::string& name, GgmlType type, std::vector<int64_t> ne, RowFill fill) {
-  tensors_.push_back(Tensor{name, type, std::move(ne), {}, std::move(fill)});
+  tensors_.push_back(Tensor{name, type, std::move(ne), {}, std::move(fill), {}});
+}
+
+void GgufWriter::add_tensor_fill(const std::string& name, GgmlType type, std::vector<int64_t> ne, TensorFill fill) {
+  tensors_.push_back(Tensor{name, type, std::move(ne), {}, {}, std::move(fill)});
+}
+
+void GgufWriter::Tensor::produce(uint8_t* dst) const {
+  if (fill_all) return fill_all(dst);
+  const size_t rb = row_bytes(type, ne[0]);
+  const auto rows = static_cast<int64_t>(size() / rb);
+  for (int64_t r = 0; r < rows; ++r) fill(r, dst + static_cast<size_t>(r) * rb);
 }
 
 size_t GgufWriter::Tensor::size() const {
-  if (!fill) return data.size();
+  if (!produced()) return data.size();
   int64_t rows = 1;
   for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
   return row_bytes(type, ne[0]) * static_cast<size_t>(rows);
@@ -128,14 +186,12 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const Tensor& t = tensors_[i];
     b.resize(base + offsets[i]);
-    if (!t.fill) {
+    if (!t.produced()) {
       b.insert(b.end(), t.data.begin(), t.data.end());
       continue;
     }
-    const size_t rb = row_bytes(t.type, t.ne[0]);
-    const int64_t rows = static_cast<int64_t>(t.size() / rb);
     b.resize(b.size() + t.size());
-    for (int64_t r = 0; r < rows; ++r) t.fill(r, b.data() + base + offsets[i] + static_cast<size_t>(r) * rb);
+    t.produce(b.data() + base + offsets[i]);
   }
   return b;
 }
@@ -153,8 +209,12 @@ Status GgufWriter::write(const std::string& path, uint32_t alignment) const {
     buf.assign(offsets[i] - written, 0);  // alignment padding
     ok = buf.empty() || std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
     written = offsets[i];
-    if (!t.fill) {
+    if (!t.produced()) {
       ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), f) == t.data.size();
+    } else if (t.fill_all) {
+      buf.resize(t.size());
+      t.produce(buf.data());
+      ok = ok && std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
     } else {
       const size_t rb = row_bytes(t.type, t.ne[0]);
       const int64_t rows = static_cast<int64_t>(t.size() / rb);
