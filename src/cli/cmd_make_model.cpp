@@ -36,6 +36,8 @@ const std::map<std::string, Shape>& shapes() {
     std::map<std::string, Shape> m = {
         {"stories15m", llama(288, 768, 6, 6, 6, 32000, 256, 10000.0f)},
         {"tinyllama-1.1b", llama(2048, 5632, 22, 32, 4, 32000, 2048, 10000.0f)},
+        // Llama's layout at a test's size, with rows K-quants fit (256 wide).
+        {"llama-tiny", llama(256, 768, 8, 4, 2, 512, 2048, 10000.0f)},
         {"llama-7b", llama(4096, 11008, 32, 32, 32, 32000, 4096, 10000.0f)},
         {"mistral-7b", llama(4096, 14336, 32, 32, 8, 32000, 32768, 1000000.0f)},
     };

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "test_paths.h"
@@ -14,23 +15,7 @@
 namespace ss {
 namespace {
 
-struct Run {
-  int rc;
-  std::string out;
-};
-
-// raw: args is the whole command line (e.g. with an `env` prefix).
-Run run(const std::string& args, bool merge_stderr = false, bool raw = false) {
-  const std::string cmd =
-      (raw ? "" : std::string(SS_CLI_BINARY) + " ") + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using test::run;
 
 TEST(Cli, GenerateGreedyMatchesLlama2cFromGgufAndBin) {
   const std::string dir = test::shared("models/stories260K/");

@@ -1,0 +1,197 @@
+// The toolbox a llama.cpp user reaches for: convert, quantize, tokenize,
+// detokenize, run as the binary.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "cli_run.h"
+#include "format/ggml_types.h"
+#include "format/gguf.h"
+#include "test_paths.h"
+
+namespace ss {
+namespace {
+
+using test::run;
+
+const std::string kHf = test::shared("models/tinystories-656k");
+
+std::map<std::string, std::string> tensor_types(const std::string& path) {
+  std::map<std::string, std::string> m;
+  auto g = GgufFile::open(path);
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : g.error().message);
+  if (g.ok())
+    for (const auto& t : g.value().tensors()) m[t.name] = type_name(t.raw_type);
+  return m;
+}
+
+// convert keeps the weights (F32 stays F32), permutes q/k to GGUF's rope
+// order and carries the tokenizer: greedy ids equal the HF directory's.
+TEST(Toolbox, ConvertedHfModelGeneratesTheSameIds) {
+  const std::string out = test::temp_path("ts656.gguf");
+  auto c = run("convert " + kHf + " " + out, true);
+  ASSERT_EQ(c.rc, 0) << c.out;
+  auto g = GgufFile::open(out);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g.value().get_string("general.architecture").value(), "llama");
+  EXPECT_EQ(g.value().get_string("tokenizer.ggml.model").value(), "llama");
+  EXPECT_EQ(g.value().opt_int("general.file_type"), 0);  // all F32
+  const std::string gen = " --temp 0 -n 120 --ids --ignore-eos --act-quant none -p 'Tom and Sue went to the park.'";
+  auto a = run("generate -m " + kHf + gen);
+  auto b = run("generate -m " + out + gen);
+  EXPECT_EQ(a.rc, 0);
+  EXPECT_EQ(b.rc, 0);
+  EXPECT_FALSE(a.out.empty());
+  EXPECT_EQ(a.out, b.out);
+  // The whole dev text tokenizes the same through tokenizer.json and the GGUF's scores.
+  const std::string text = test::shared("data/tinystories-valid-dev.txt");
+  auto ta = run("tokenize --ids -m " + kHf + " -f " + text);
+  auto tb = run("tokenize --ids -m " + out + " -f " + text);
+  EXPECT_EQ(ta.rc, 0);
+  EXPECT_GT(ta.out.size(), 10000u);
+  EXPECT_EQ(ta.out, tb.out);
+  std::filesystem::remove(out);
+}
+
+// A chat template given on the command line lands in llama.cpp's key.
+TEST(Toolbox, ConvertEmbedsAChatTemplate) {
+  const std::string tmpl = test::temp_path("tmpl.jinja"), out = test::temp_path("tmpl.gguf");
+  {
+    std::ofstream f(tmpl);
+    f << "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}";
+  }
+  ASSERT_EQ(run("convert " + kHf + " " + out + " --outtype f16 --chat-template " + tmpl).rc, 0);
+  auto g = GgufFile::open(out);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g.value().get_string("tokenizer.chat_template").value(),
+            "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}");
+  EXPECT_EQ(tensor_types(out)["blk.0.attn_q.weight"], "F16");
+  EXPECT_EQ(tensor_types(out)["blk.0.attn_norm.weight"], "F32");
+  std::filesystem::remove(out);
+  std::filesystem::remove(tmpl);
+}
+
+// quantize follows llama.cpp's per-tensor choices on a real shape, and the
+// file it writes loads and generates.
+TEST(Toolbox, QuantizeAppliesLlamaCppMixesAndFallbacks) {
+  const std::string f32 = test::temp_path("mix-f32.gguf"), q = test::temp_path("mix-q4km.gguf");
+  ASSERT_EQ(run("make-model --shape stories15m --type f32 --layers 8 --vocab 512 -o " + f32).rc, 0);
+  // stories15m's 288-wide rows do not fit 256: Q4_K falls back to Q5_0, Q6_K to Q8_0.
+  auto r = run("quantize " + f32 + " " + q + " q4_k_m -t 2", true);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("do not fit Q4_K blocks of 256"), std::string::npos) << r.out;
+  auto t = tensor_types(q);
+  EXPECT_EQ(t["blk.1.attn_q.weight"], "Q5_0");
+  EXPECT_EQ(t["blk.0.attn_v.weight"], "Q8_0");  // more bits: Q6_K, which falls back to Q8_0
+  EXPECT_EQ(t["blk.3.attn_v.weight"], "Q8_0");  // (3 - 8/8) % 3 == 2: more bits
+  EXPECT_EQ(t["blk.2.attn_v.weight"], "Q5_0");
+  // ffn_down's rows are 768 wide: K-quants fit there.
+  EXPECT_EQ(t["blk.3.ffn_down.weight"], "Q6_K");
+  EXPECT_EQ(t["blk.4.ffn_down.weight"], "Q4_K");
+  EXPECT_EQ(t["output.weight"], "Q8_0");
+  EXPECT_EQ(t["output_norm.weight"], "F32");
+  auto gen = run("generate -m " + q + " -n 8 --temp 0");
+  EXPECT_EQ(gen.rc, 0);
+  std::filesystem::remove(f32);
+  std::filesystem::remove(q);
+}
+
+// 8 layers of 256-wide rows: K-quants fit everywhere, so the mix itself shows.
+TEST(Toolbox, QuantizeKQuantsWhereRowsFit) {
+  const std::string f16 = test::temp_path("k-f16.gguf"), q = test::temp_path("k-q4km.gguf"),
+                    q8 = test::temp_path("k-q8.gguf");
+  ASSERT_EQ(run("make-model --shape llama-tiny --type f16 -o " + f16).rc, 0);
+  ASSERT_EQ(run("quantize " + f16 + " " + q + " Q4_K_M").rc, 0);
+  auto t = tensor_types(q);
+  // llama.cpp's use_more_bits for 8 layers: 0, 7, and 1 + 3k + 2 = 3, 6.
+  for (int l = 0; l < 8; ++l) {
+    const bool more = l == 0 || l == 7 || l == 3 || l == 6;
+    EXPECT_EQ(t["blk." + std::to_string(l) + ".attn_v.weight"], more ? "Q6_K" : "Q4_K") << l;
+    EXPECT_EQ(t["blk." + std::to_string(l) + ".ffn_down.weight"], more ? "Q6_K" : "Q4_K") << l;
+    EXPECT_EQ(t["blk." + std::to_string(l) + ".attn_q.weight"], "Q4_K") << l;
+  }
+  EXPECT_EQ(t["output.weight"], "Q6_K");
+  EXPECT_EQ(t["token_embd.weight"], "Q4_K");
+  auto g = GgufFile::open(q);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g.value().opt_int("general.file_type"), 15);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  ASSERT_EQ(run("quantize " + f16 + " " + q8 + " q8_0").rc, 0);
+  EXPECT_EQ(tensor_types(q8)["output.weight"], "Q8_0");
+  // Quantized input is refused unless asked, and no partial file is left.
+  const std::string again = test::temp_path("again.gguf");
+  auto r = run("quantize " + q + " " + again + " q8_0", true);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("--allow-requantize"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(again));
+  EXPECT_FALSE(std::filesystem::exists(again + ".part"));
+  EXPECT_EQ(run("quantize " + q + " " + again + " q8_0 --allow-requantize").rc, 0);
+  auto bad = run("quantize " + f16 + " " + again + " q3_k", true);
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("unknown type 'q3_k'"), std::string::npos) << bad.out;
+  for (const auto& p : {f16, q, q8, again}) std::filesystem::remove(p);
+}
+
+// llama.cpp's own tokenizer vectors (test-tokenizer-0 for the Llama-2 SPM
+// vocab), through the command line: ids as llama-tokenize --ids prints them.
+TEST(Toolbox, TokenizeMatchesLlamaCppVectors) {
+  const std::string dir = test::shared("models/llama2-tokenizer/");
+  const std::string inp = test::read_file(dir + "ggml-vocab-llama-spm.gguf.inp");
+  const std::string out = test::read_file(dir + "ggml-vocab-llama-spm.gguf.out");
+  std::vector<std::string> cases;
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  for (size_t start = 0;;) {
+    const size_t p = inp.find(sep, start);
+    if (p == std::string::npos) break;
+    cases.push_back(inp.substr(start, p - start));
+    start = p + sep.size();
+  }
+  std::vector<std::string> expected;
+  std::istringstream os(out);
+  for (std::string line; std::getline(os, line);) {
+    std::istringstream ls(line);
+    std::string ids;
+    for (int x; ls >> x;) ids += (ids.empty() ? "" : ", ") + std::to_string(x);
+    expected.push_back("[" + ids + "]\n");
+  }
+  ASSERT_EQ(cases.size(), 46u);
+  ASSERT_EQ(expected.size(), cases.size());
+  const std::string file = test::temp_path("case.txt");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    {
+      std::ofstream f(file, std::ios::binary);
+      f << cases[i];
+    }
+    auto r = run("tokenize --ids --no-bos -z " + dir + "tokenizer.bin -f " + file);
+    EXPECT_EQ(r.rc, 0);
+    EXPECT_EQ(r.out, expected[i]) << "case " << i << ": '" << cases[i] << "'";
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(Toolbox, TokenizePiecesCountsAndDetokenizeRoundTrip) {
+  const std::string m = test::shared("models/stories260K/stories260K.gguf");
+  auto r = run("tokenize -m " + m + " -p 'Once upon a time' --show-count");
+  ASSERT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("     1 -> '<s>'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Total number of tokens: "), std::string::npos) << r.out;
+  auto ids = run("tokenize --ids -m " + m + " -p 'Once upon a time, there was a cat.'");
+  ASSERT_EQ(ids.rc, 0);
+  auto d = run("detokenize -m " + m + " '" + test::rtrim(ids.out) + "'");
+  EXPECT_EQ(d.rc, 0);
+  EXPECT_EQ(d.out, "Once upon a time, there was a cat.\n");
+  auto piped =
+      run("sh -c \"echo '" + test::rtrim(ids.out) + "' | " + SS_CLI_BINARY + " detokenize -m " + m + "\"", false, true);
+  EXPECT_EQ(piped.out, d.out);
+  for (const std::string bad : {"512", "-1", "abc", "99999999999999999999"}) {
+    auto e = run("detokenize -m " + m + " 1 " + bad, true);
+    EXPECT_EQ(e.rc, 1) << bad;
+    EXPECT_NE(e.out.find("error: detokenize"), std::string::npos) << e.out;
+  }
+  auto none = run("tokenize -m " + m, true);
+  EXPECT_EQ(none.rc, 1);
+}
+
+}  // namespace
+}  // namespace ss
