@@ -7,6 +7,7 @@
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
+#include "util/mapped_file.h"
 
 namespace ss::cli {
 
@@ -41,7 +42,8 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   sub_ = app.add_subcommand("generate", "stream text from a model (endless with a sinks policy)");
   model_.add(*sub_);
   policy_.add(*sub_, false);
-  sub_->add_option("-p,--prompt", prompt_, "prompt text (default: start from BOS)");
+  auto* p = sub_->add_option("-p,--prompt", prompt_, "prompt text (default: start from BOS)");
+  sub_->add_option("-f,--file", prompt_file_, "read the prompt from a file (llama.cpp's -f)")->excludes(p);
   sub_->add_option("-n,--n-predict", n_new_,
                    "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
   sub_->add_option("--temp", sampling_.temperature, "temperature (0 = greedy)")->capture_default_str();
@@ -57,6 +59,11 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
 }
 
 int GenerateCommand::run() {
+  if (!prompt_file_.empty()) {
+    auto text = read_text_file(prompt_file_);
+    if (!text.ok()) return fail(text.error().message);
+    prompt_ = text.value();
+  }
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();

@@ -18,7 +18,7 @@ class GenerateCommand {
   ModelFlags model_;
   PolicyFlags policy_;
   SamplingParams sampling_;
-  std::string prompt_;
+  std::string prompt_, prompt_file_;
   long long n_new_ = -1;
   bool ids_ = false;
   bool ignore_eos_ = false;
@@ -134,6 +134,25 @@ class ServeCommand {
   double header_timeout_ = 10, idle_timeout_ = 120, drain_ = 10;
   size_t max_body_ = 1 << 20;
   long long max_prompt_tokens_ = 1 << 16, max_tokens_limit_ = 0, default_max_tokens_ = 4096;
+};
+
+// chat: an endless multi-turn conversation in the terminal (or one turn per
+// line of piped stdin).
+class ChatCommand {
+ public:
+  explicit ChatCommand(CLI::App& app);
+  bool selected() const { return sub_->parsed(); }
+  int run();
+
+ private:
+  CLI::App* sub_;
+  ModelFlags model_;
+  PolicyFlags policy_;
+  SamplingParams sampling_;
+  std::string system_, system_file_, chat_template_;
+  long long n_predict_ = 512;
+  int kv_blocks_ = 0;
+  bool no_status_ = false;
 };
 
 // quantize IN OUT TYPE: llama.cpp's types and mixes with ggml's scales.

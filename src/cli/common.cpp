@@ -50,6 +50,14 @@ void PolicyFlags::add(CLI::App& app, bool many) {
     app.add_option("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L")->expected(1);
   app.add_option("--sinks", sinks, "shorthand: sinks:S:W with --window")->check(CLI::Range(0, 1 << 20));
   app.add_option("--window", window, "shorthand: window size W")->check(CLI::Range(1, 1 << 24));
+  app.add_option("-c,--ctx-size", ctx_size,
+                 "llama.cpp's -c: tokens the cache holds, sinks included (sinks:S:(N-S); S from --keep/--sinks, "
+                 "default 4). Unlike llama.cpp, generation goes on past N: the oldest non-sink tokens are evicted")
+      ->check(CLI::Range(2LL, 1LL << 24));
+  app.add_option("--keep", keep,
+                 "llama.cpp's --keep: tokens kept from the start for ever = the attention sinks (same as --sinks). "
+                 "Unlike llama.cpp, -1 (keep the whole prompt) is not supported")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--chunk", chunk, "prefill chunk size (tokens per step)")
       ->check(CLI::Range(1, 1 << 16))
       ->capture_default_str();
@@ -80,10 +88,13 @@ Result<std::vector<StreamMode>> PolicyFlags::resolve(int64_t ctx) const {
     SS_ASSIGN_OR_RETURN(auto mode, StreamMode::parse(p, ctx));
     out.push_back(mode);
   }
-  if (sinks >= 0 || window >= 0) {
-    if (!policies.empty()) return make_error("use either --policy or --sinks/--window, not both");
-    const int64_t s = sinks >= 0 ? sinks : 4;
-    const int64_t w = window >= 0 ? window : ctx - s;
+  if (keep >= 0 && sinks >= 0) return make_error("--keep and --sinks say the same thing: give one");
+  if (ctx_size > 0 && window >= 0) return make_error("use either -c/--ctx-size or --window, not both");
+  const int n_sinks = keep >= 0 ? keep : sinks;
+  if (n_sinks >= 0 || window >= 0 || ctx_size > 0) {
+    if (!policies.empty()) return make_error("use either --policy or --sinks/--window/-c/--keep, not both");
+    const int64_t s = n_sinks >= 0 ? n_sinks : 4;
+    const int64_t w = window >= 0 ? window : (ctx_size > 0 ? ctx_size : ctx) - s;
     if (w < 1) return make_error("window must be >= 1");
     out.push_back(StreamMode::cached(KvPolicy::sinks_window(s, w)));
   }

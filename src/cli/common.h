@@ -34,6 +34,8 @@ struct PolicyFlags {
   std::vector<std::string> policies;
   int sinks = -1;
   int window = -1;
+  long long ctx_size = 0;  // -c: llama.cpp's context size = the cache's tokens (sinks + window)
+  int keep = -1;           // --keep: llama.cpp's kept prompt tokens = the sinks
   int chunk = 64;
   std::optional<float> sink_logit;  // --sink-logit: a virtual sink in every head
   std::string kv_type = "f16";      // --kv-type: the KV cache's element type

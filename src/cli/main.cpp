@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   ss::cli::ServeCommand serve(app);
   ss::cli::MakeModelCommand make_model(app);
   ss::cli::SystemInfoCommand system_info(app);
+  ss::cli::ChatCommand chat(app);
   ss::cli::QuantizeCommand quantize(app);
   ss::cli::ConvertCommand convert(app);
   ss::cli::TokenizeCommand tokenize(app);
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   if (serve.selected()) return serve.run();
   if (make_model.selected()) return make_model.run();
   if (system_info.selected()) return system_info.run();
+  if (chat.selected()) return chat.run();
   if (quantize.selected()) return quantize.run();
   if (convert.selected()) return convert.run();
   if (tokenize.selected()) return tokenize.run();
