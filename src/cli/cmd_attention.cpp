@@ -159,6 +159,7 @@ int AttentionCommand::run() {
     hm.title = "Attention on the first " + std::to_string(first_k_) + " token(s) / uniform share";
     hm.x_label = "head";
     hm.y_label = "layer";
+    hm.scale_label = "attention on them / their uniform share";
     for (int h = 0; h < c.n_heads; ++h) hm.col_labels.push_back(std::to_string(h));
     for (int l = 0; l < c.n_layers; ++l) {
       hm.row_labels.push_back("layer " + std::to_string(l));
@@ -174,6 +175,7 @@ int AttentionCommand::run() {
                " by key cache position";
     hm.x_label = "key position in the cache";
     hm.y_label = "query";
+    hm.scale_label = "attention probability";
     const auto& mp = stats.map();
     size_t cols = 0;
     for (const auto& r : mp) cols = std::max(cols, r.size());

@@ -2,10 +2,12 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "ops/bandwidth.h"
 #include "ops/interleave.h"
 #include "ops/kernel_report.h"
@@ -192,13 +194,19 @@ int BenchCommand::run() {
   std::vector<double> warm;
   if (auto st = decode_steps(8, warm); !st.ok()) return fail(st.error().message);
   for (int64_t target : positions.value()) {
+    // Reaching position 1M takes minutes: a bar with ETA on a terminal.
+    std::optional<Progress> bar;
+    if (stderr_is_tty() && target - pos > 4096) bar.emplace("to " + std::to_string(target), true);
+    const int64_t from = pos;
     while (pos < target) {
       const auto toks = random_tokens(static_cast<size_t>(std::min<int64_t>(target - pos, 4096)));
       const BatchItem item{id, toks, false};
       if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
         return fail(st.error().message);
       pos += static_cast<int64_t>(toks.size());
+      if (bar) bar->update(pos - from, target - from, "fast-forward");
     }
+    if (bar) bar->finish();
     std::vector<double> lat;
     if (auto st = decode_steps(samples_, lat); !st.ok()) return fail(st.error().message);
     double total = 0;
@@ -270,12 +278,16 @@ int BenchCommand::run() {
   const auto ff_prompt = random_tokens(4096);
   auto fast_forward = [&](Engine& e, const KvPolicy& pol, int64_t at_pos) -> Result<SeqId> {
     SS_ASSIGN_OR_RETURN(const SeqId id, e.create_sequence(pol));
+    std::optional<Progress> bar;
+    if (stderr_is_tty() && at_pos > 4096) bar.emplace(pol.name(), true);
     for (int64_t p = 0; p < at_pos;) {
       const auto n = static_cast<size_t>(std::min<int64_t>(at_pos - p, static_cast<int64_t>(ff_prompt.size())));
       const BatchItem item{id, std::span<const int32_t>(ff_prompt.data(), n), false};
       SS_TRY(e.forward(std::span<const BatchItem>(&item, 1), logits));
       p += static_cast<int64_t>(n);
+      if (bar) bar->update(p, at_pos, "fast-forward");
     }
+    if (bar) bar->finish();
     return id;
   };
   // One engine per (options, policy), each with a stream fast-forwarded to

@@ -143,7 +143,7 @@ std::string LineChart::render(int W, int H) const {
 std::string Heatmap::render(int cell) const {
   const int ml = 90, mt = 60, rows = static_cast<int>(values.size());
   const int cols = rows ? static_cast<int>(values[0].size()) : 0;
-  const int W = ml + cols * cell + 120, H = mt + rows * cell + 60;
+  const int W = ml + cols * cell + 170, H = std::max(mt + rows * cell + 60, mt + 260);
   double mx = 0;
   for (const auto& r : values)
     for (double v : r) mx = std::max(mx, v);
@@ -155,16 +155,19 @@ std::string Heatmap::render(int cell) const {
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << W / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << xml_escape(title)
     << "</text>\n";
+  auto shade_of = [&](double v) {
+    const int shade = static_cast<int>(255 - 215 * std::clamp(v / mx, 0.0, 1.0));
+    char col[16];
+    std::snprintf(col, sizeof col, "#%02x%02xff", shade, shade);
+    return std::string(col);
+  };
   for (int r = 0; r < rows; ++r) {
     o << "<text x=\"" << ml - 6 << "\" y=\"" << mt + r * cell + cell / 2 + 4 << "\" text-anchor=\"end\">"
       << xml_escape(r < static_cast<int>(row_labels.size()) ? row_labels[static_cast<size_t>(r)] : "") << "</text>\n";
     for (int c = 0; c < cols; ++c) {
       const double v = values[static_cast<size_t>(r)][static_cast<size_t>(c)];
-      const int shade = static_cast<int>(255 - 215 * std::clamp(v / mx, 0.0, 1.0));
-      char col[16];
-      std::snprintf(col, sizeof col, "#%02x%02xff", shade, shade);
       o << "<rect x=\"" << ml + c * cell << "\" y=\"" << mt + r * cell << "\" width=\"" << cell << "\" height=\""
-        << cell << "\" fill=\"" << col << "\" stroke=\"#fff\"><title>" << num(v) << "</title></rect>\n";
+        << cell << "\" fill=\"" << shade_of(v) << "\" stroke=\"#fff\"><title>" << num(v) << "</title></rect>\n";
     }
   }
   for (int c = 0; c < cols; ++c)
@@ -175,8 +178,26 @@ std::string Heatmap::render(int cell) const {
   o << "<text x=\"" << ml + cols * cell / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">"
     << xml_escape(x_label) << "</text>\n"
     << "<text transform=\"translate(16," << mt + rows * cell / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
-    << xml_escape(y_label) << "</text>\n"
-    << "<text x=\"" << ml + cols * cell + 10 << "\" y=\"" << mt + 12 << "\">max " << num(mx) << "</text>\n</svg>\n";
+    << xml_escape(y_label) << "</text>\n";
+  // The colour scale: 20 steps from 0 (bottom) to the maximum (top), ticks
+  // at quarters, labelled with what the cells measure.
+  const int sx = ml + cols * cell + 20, steps = 20, step_h = 10, top = mt;
+  o << "<g id=\"colour-scale\">\n";
+  for (int i = 0; i < steps; ++i) {
+    const double v = mx * (steps - i - 0.5) / steps;
+    o << "<rect x=\"" << sx << "\" y=\"" << top + i * step_h << "\" width=\"16\" height=\"" << step_h << "\" fill=\""
+      << shade_of(v) << "\"/>\n";
+  }
+  o << "<rect x=\"" << sx << "\" y=\"" << top << "\" width=\"16\" height=\"" << steps * step_h
+    << "\" fill=\"none\" stroke=\"#666\"/>\n";
+  for (int q = 0; q <= 4; ++q) {
+    const double y = top + steps * step_h * (1.0 - q / 4.0);
+    o << "<line x1=\"" << sx + 16 << "\" x2=\"" << sx + 20 << "\" y1=\"" << num(y) << "\" y2=\"" << num(y)
+      << "\" stroke=\"#666\"/><text x=\"" << sx + 23 << "\" y=\"" << num(y + 4) << "\">" << num(mx * q / 4.0)
+      << "</text>\n";
+  }
+  o << "<text transform=\"translate(" << sx + 8 << "," << top + steps * step_h + 16
+    << ") rotate(90)\" font-size=\"10\">" << xml_escape(scale_label) << "</text>\n</g>\n</svg>\n";
   return o.str();
 }
 

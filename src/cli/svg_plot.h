@@ -24,6 +24,7 @@ struct Heatmap {
   std::string title, x_label, y_label;
   std::vector<std::string> row_labels, col_labels;
   std::vector<std::vector<double>> values;  // [row][col], colour scaled to [0, max]
+  std::string scale_label = "value";        // what the colour scale measures
   std::string render(int cell = 28) const;
 };
 

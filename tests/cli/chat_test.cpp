@@ -106,6 +106,26 @@ TEST(Chat, TerminalShowsPromptAnswerAndStatusLine) {
   EXPECT_NE(r.out.find("a little girl"), std::string::npos) << r.out;
 }
 
+// Long commands show a bar with ETA on a terminal: bench's fast-forward to
+// a far position, and quantize.
+TEST(Chat, LongCommandsShowProgressWithEtaOnATerminal) {
+  if (std::system("script -qec true /dev/null >/dev/null 2>&1 </dev/null") != 0)
+    GTEST_SKIP() << "script(1) cannot open a pseudo-terminal here";
+  const std::string bin = SS_CLI_BINARY;
+  auto b = run(
+      "timeout 120 script -qec \"" + bin + " bench --prefill 64 --positions 12000 --samples 4\" /dev/null < /dev/null",
+      true, true);
+  EXPECT_EQ(b.rc, 0) << b.out;
+  EXPECT_NE(b.out.find("fast-forward"), std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("ETA"), std::string::npos) << b.out;
+  const std::string out = test::temp_path("progress.gguf");
+  auto q = run("timeout 120 script -qec \"" + bin + " quantize " + kModel + " " + out + " q8_0\" /dev/null < /dev/null",
+               true, true);
+  EXPECT_EQ(q.rc, 0) << q.out;
+  EXPECT_NE(q.out.find("K weights/s ETA"), std::string::npos) << q.out;
+  std::filesystem::remove(out);
+}
+
 // Every subcommand's --help is its own.
 TEST(Chat, EverySubcommandHasItsOwnHelp) {
   const std::pair<std::string, std::string> cases[] = {

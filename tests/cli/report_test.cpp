@@ -110,6 +110,13 @@ TEST(Reports, AttentionTableAndHeatmaps) {
   EXPECT_NE(r.out.find("200 tokens"), std::string::npos);
   EXPECT_NE(r.out.find("sink head"), std::string::npos);  // this model has sink heads (see STREAMING.md)
   EXPECT_EQ(std::system(("xmllint --noout " + svg + " " + map).c_str()), 0);
+  // Both heatmaps carry a colour scale from 0 to their maximum, labelled.
+  const std::string a = test::read_file(svg), m = test::read_file(map);
+  EXPECT_NE(a.find("<g id=\"colour-scale\">"), std::string::npos);
+  EXPECT_NE(a.find("uniform share</text>"), std::string::npos);
+  EXPECT_NE(m.find("<g id=\"colour-scale\">"), std::string::npos);
+  EXPECT_NE(m.find("attention probability</text>"), std::string::npos);
+  EXPECT_NE(m.find(">0</text>"), std::string::npos);
   for (const auto& f : {svg, map}) std::remove(f.c_str());
   const auto bad = run("attention -m " + test::shared("models/tinystories-656k") + " -p hello --layer 9");
   EXPECT_EQ(bad.rc, 1);
