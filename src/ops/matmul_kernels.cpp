@@ -255,17 +255,42 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
     }
     case GgmlType::Q5_0:
     case GgmlType::Q5_1: {
-      // Types llama.cpp falls back to where K-quant rows do not fit: each
-      // block decoded through a 32-float buffer by the scalar decoder.
-      const size_t bb = row_bytes(t, kQ5Block);
+      // Types llama.cpp falls back to where K-quant rows do not fit. Element
+      // i < 16 is the low nibble of byte i, element i + 16 its high nibble;
+      // bit i / i + 16 of the 32-bit qh is the fifth bit. Q5_0: d * (q - 16);
+      // Q5_1: d * q + m (multiply, then add: as dequantize_row rounds).
+      const bool one = t == GgmlType::Q5_1;
+      const size_t bb = one ? kQ5_1Bytes : kQ5_0Bytes, qh_off = one ? 4 : 2, qs_off = one ? 8 : 6;
+      const hn::RebindToUnsigned<DF> du;
+      const auto lanes = hn::Iota(du, 0);
+      const auto bit = hn::Set(du, 1);
+      const auto k16 = hn::Set(di, 16);
+      auto fifth = [&](uint32_t qh, int shift) {
+        const auto shifted = hn::Shr(hn::Set(du, qh), hn::Add(lanes, hn::Set(du, static_cast<uint32_t>(shift))));
+        return hn::BitCast(di, hn::ShiftLeft<4>(hn::And(shifted, bit)));
+      };
       for (int64_t b = 0; b < n / kQ5Block; ++b) {
         const size_t off = static_cast<size_t>(b) * bb;
         fetch_to(off);
-        float block[R][kQ5Block];
-        for (int q = 0; q < R; ++q) dequantize_row(t, rows[q] + off, block[q], kQ5Block);
-        for (int64_t c = 0; c + N <= kQ5Block; c += N) {
-          for (int q = 0; q < R; ++q) w[q] = hn::LoadU(df, block[q] + c);
-          fn(b * kQ5Block + c, w);
+        VF vd[R], vm[R];
+        uint32_t qh[R];
+        for (int q = 0; q < R; ++q) {
+          vd[q] = hn::Set(df, load_half(rows[q] + off));
+          vm[q] = one ? hn::Set(df, load_half(rows[q] + off + 2)) : hn::Zero(df);
+          __builtin_memcpy(&qh[q], rows[q] + off + qh_off, 4);
+        }
+        for (int64_t c = 0; c < kQ5Block / 2; c += N) {
+          hn::Vec<decltype(di)> raw[R];
+          for (int q = 0; q < R; ++q) raw[q] = hn::PromoteTo(di, hn::LoadU(du8, rows[q] + off + qs_off + c));
+          for (int half = 0; half < 2; ++half) {
+            for (int q = 0; q < R; ++q) {
+              const auto nib = half == 0 ? hn::And(raw[q], k15) : hn::ShiftRight<4>(raw[q]);
+              const auto level = hn::Or(nib, fifth(qh[q], static_cast<int>(c) + 16 * half));
+              w[q] = one ? hn::Add(hn::Mul(vd[q], hn::ConvertTo(df, level)), vm[q])
+                         : hn::Mul(vd[q], hn::ConvertTo(df, hn::Sub(level, k16)));
+            }
+            fn(b * kQ5Block + 16 * half + c, w);
+          }
         }
       }
       return n;
