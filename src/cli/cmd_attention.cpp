@@ -1,8 +1,10 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "cli/svg_plot.h"
 #include "model/tokenizer.h"
 #include "runtime/attention_stats.h"
@@ -136,8 +138,20 @@ int AttentionCommand::run() {
   engine.set_attention_observer(&stats);
   const SeqId id = engine.create_sequence(pol).value();
   std::vector<std::vector<float>> logits;
-  const BatchItem item{id, tokens, false};
-  if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok()) return fail(st.error().message);
+  // In slices (the same computation: prefill is chunked anyway), so a long
+  // text shows a bar with ETA on a terminal.
+  std::optional<Progress> bar;
+  constexpr size_t kSlice = 2048;
+  if (stderr_is_tty() && tokens.size() > 2 * kSlice) bar.emplace("attention", true);
+  for (size_t done = 0; done < tokens.size();) {
+    const size_t n = std::min(kSlice, tokens.size() - done);
+    const BatchItem item{id, std::span<const int32_t>(tokens.data() + done, n), false};
+    if (auto st = engine.forward(std::span<const BatchItem>(&item, 1), logits); !st.ok())
+      return fail(st.error().message);
+    done += n;
+    if (bar) bar->update(static_cast<int64_t>(done), static_cast<int64_t>(tokens.size()), "");
+  }
+  if (bar) bar->finish();
   const auto shares = stats.finish();
 
   std::printf("%zu tokens, policy %s, share of attention on the first %lld token(s)\n", tokens.size(),

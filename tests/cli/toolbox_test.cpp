@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -191,6 +192,18 @@ TEST(Toolbox, TokenizePiecesCountsAndDetokenizeRoundTrip) {
   }
   auto none = run("tokenize -m " + m, true);
   EXPECT_EQ(none.rc, 1);
+}
+
+// llama.cpp's -f: the prompt from a file, the same as -p with its text.
+TEST(Toolbox, GeneratePromptFromFile) {
+  const std::string f = test::temp_path("prompt.txt"), m = test::shared("models/stories260K/stories260K.gguf");
+  { std::ofstream(f) << "Once upon a time, a cat"; }
+  auto a = run("generate -m " + m + " --temp 0 -n 20 --ids -f " + f);
+  auto b = run("generate -m " + m + " --temp 0 -n 20 --ids -p 'Once upon a time, a cat'");
+  EXPECT_EQ(a.rc, 0);
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(run("generate -m " + m + " -n 2 -f " + f + ".missing").rc, 1);
+  std::filesystem::remove(f);
 }
 
 }  // namespace
