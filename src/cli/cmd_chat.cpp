@@ -242,13 +242,7 @@ ChatCommand::ChatCommand(CLI::App& app) {
                    "force a template: plain, llama-2, llama-3, chatml, mistral, zephyr (default: the model's)");
   sub_->add_option("-n,--n-predict", n_predict_, "most tokens per answer (-1: until the model ends its turn)")
       ->capture_default_str();
-  sub_->add_option("--temp", sampling_.temperature, "temperature (0 = greedy)")->capture_default_str();
-  sub_->add_option("--top-k", sampling_.top_k, "top-k (0 = off)")->capture_default_str();
-  sub_->add_option("--top-p", sampling_.top_p, "top-p (1 = off)")->capture_default_str();
-  sub_->add_option("--min-p", sampling_.min_p, "min-p (0 = off)")->capture_default_str();
-  sub_->add_option("--repeat-penalty", sampling_.repeat_penalty, "repetition penalty (1 = off)")->capture_default_str();
-  sub_->add_option("--repeat-last-n", sampling_.repeat_last_n, "tokens the penalty looks back")->capture_default_str();
-  sub_->add_option("--seed", sampling_.seed, "random seed")->capture_default_str();
+  add_sampling_flags(*sub_, sampling_);
   sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
   sub_->add_flag("--no-status", no_status_, "no status line after each answer (terminal only)");
   sub_->footer(std::string("Commands:\n") + kHelp);

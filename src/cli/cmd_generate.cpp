@@ -46,13 +46,7 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   sub_->add_option("-f,--file", prompt_file_, "read the prompt from a file (llama.cpp's -f)")->excludes(p);
   sub_->add_option("-n,--n-predict", n_new_,
                    "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
-  sub_->add_option("--temp", sampling_.temperature, "temperature (0 = greedy)")->capture_default_str();
-  sub_->add_option("--top-k", sampling_.top_k, "top-k (0 = off)")->capture_default_str();
-  sub_->add_option("--top-p", sampling_.top_p, "top-p (1 = off)")->capture_default_str();
-  sub_->add_option("--min-p", sampling_.min_p, "min-p (0 = off)")->capture_default_str();
-  sub_->add_option("--repeat-penalty", sampling_.repeat_penalty, "repetition penalty (1 = off)")->capture_default_str();
-  sub_->add_option("--repeat-last-n", sampling_.repeat_last_n, "tokens the penalty looks back")->capture_default_str();
-  sub_->add_option("--seed", sampling_.seed, "random seed")->capture_default_str();
+  add_sampling_flags(*sub_, sampling_);
   sub_->add_flag("--ids", ids_, "print generated token ids, one per line, instead of text");
   sub_->add_flag("--ignore-eos", ignore_eos_, "keep generating past end-of-sequence");
   sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");

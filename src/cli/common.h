@@ -11,6 +11,7 @@
 #include "ops/matmul.h"
 #include "runtime/engine.h"
 #include "runtime/stream_mode.h"
+#include "sample/sampler.h"
 
 namespace ss::cli {
 
@@ -48,6 +49,9 @@ struct PolicyFlags {
 // virtual sink, KV type (kv_blocks is left to the command). Errors: a KV
 // type this model's rows cannot hold.
 Result<EngineOptions> engine_options(const ModelFlags& m, const PolicyFlags& p, const ModelConfig& c);
+
+// --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed.
+void add_sampling_flags(CLI::App& app, SamplingParams& s);
 
 std::string format_rate(double per_second);
 

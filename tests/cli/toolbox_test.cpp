@@ -10,6 +10,7 @@
 #include "cli_run.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
+#include "ggml_vocab_vectors.h"
 #include "test_paths.h"
 
 namespace ss {
@@ -138,23 +139,14 @@ TEST(Toolbox, QuantizeKQuantsWhereRowsFit) {
 // vocab), through the command line: ids as llama-tokenize --ids prints them.
 TEST(Toolbox, TokenizeMatchesLlamaCppVectors) {
   const std::string dir = test::shared("models/llama2-tokenizer/");
-  const std::string inp = test::read_file(dir + "ggml-vocab-llama-spm.gguf.inp");
-  const std::string out = test::read_file(dir + "ggml-vocab-llama-spm.gguf.out");
-  std::vector<std::string> cases;
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  for (size_t start = 0;;) {
-    const size_t p = inp.find(sep, start);
-    if (p == std::string::npos) break;
-    cases.push_back(inp.substr(start, p - start));
-    start = p + sep.size();
-  }
-  std::vector<std::string> expected;
-  std::istringstream os(out);
-  for (std::string line; std::getline(os, line);) {
-    std::istringstream ls(line);
-    std::string ids;
-    for (int x; ls >> x;) ids += (ids.empty() ? "" : ", ") + std::to_string(x);
-    expected.push_back("[" + ids + "]\n");
+  const auto vv =
+      test::read_vocab_vectors(dir + "ggml-vocab-llama-spm.gguf.inp", dir + "ggml-vocab-llama-spm.gguf.out");
+  const auto& cases = vv.cases;
+  std::vector<std::string> expected;  // as `tokenize --ids` prints them
+  for (const auto& ids : vv.ids) {
+    std::string line;
+    for (int32_t x : ids) line += (line.empty() ? "" : ", ") + std::to_string(x);
+    expected.push_back("[" + line + "]\n");
   }
   ASSERT_EQ(cases.size(), 46u);
   ASSERT_EQ(expected.size(), cases.size());

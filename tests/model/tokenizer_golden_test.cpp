@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "ggml_vocab_vectors.h"
 #include "model/model.h"
 #include "model/story_text.h"
 #include "model/tokenizer.h"
@@ -65,26 +66,10 @@ TEST(TokenizerGolden, Llama2MatchesLlamaCppVectors) {
   auto lv = load_llama2c_vocab(dir + "tokenizer.bin", -1);
   ASSERT_TRUE(lv.ok()) << lv.error().message;
   const Tokenizer tok(lv.value());
-  const std::string inp = test::read_file(dir + "ggml-vocab-llama-spm.gguf.inp");
-  const std::string out = test::read_file(dir + "ggml-vocab-llama-spm.gguf.out");
-  std::vector<std::string> cases;
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  for (size_t start = 0;;) {
-    const size_t p = inp.find(sep, start);
-    if (p == std::string::npos) break;
-    cases.push_back(inp.substr(start, p - start));
-    start = p + sep.size();
-  }
-  std::vector<std::vector<int32_t>> expected;
-  std::istringstream os(out);
-  std::string line;
-  while (std::getline(os, line)) {
-    std::istringstream ls(line);
-    std::vector<int32_t> ids;
-    int32_t x;
-    while (ls >> x) ids.push_back(x);
-    expected.push_back(ids);
-  }
+  const auto vv =
+      test::read_vocab_vectors(dir + "ggml-vocab-llama-spm.gguf.inp", dir + "ggml-vocab-llama-spm.gguf.out");
+  const auto& cases = vv.cases;
+  const auto& expected = vv.ids;
   ASSERT_EQ(cases.size(), 46u);
   ASSERT_EQ(expected.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
