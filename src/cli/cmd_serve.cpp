@@ -1,5 +1,6 @@
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +34,15 @@ ServeCommand::ServeCommand(CLI::App& app) {
       ->capture_default_str();
   sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: 64 sequences' worth)");
   sub_->add_option("--state-dir", state_dir_, "persist sessions here after every turn; restored on start");
+  sub_->add_option("--replica-id", replica_id_,
+                   "this replica's name in the X-Sinkstream-Replica header of every response (default: host:port)");
+  sub_->add_flag("--shared-state", shared_state_,
+                 "replicas share --state-dir (a directory on shared storage): each session turn takes a lease there, "
+                 "reloads the session when another replica served its last turn, and never overwrites a newer save "
+                 "(docs/SCALING.md)");
+  sub_->add_option("--lease-wait", lease_wait_, "seconds a turn waits for its session's lease (then 409)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub_->add_option("--spill-dir", spill_dir_,
                    "without --state-dir: where idle sessions go when the KV pool is needed (default: a private "
                    "temporary directory, removed at exit)");
@@ -106,6 +116,15 @@ int ServeCommand::run() {
   } else {
     so.chat = detect_chat_family(model->vocab.chat_template);
   }
+  if (shared_state_ && state_dir_.empty()) return fail("--shared-state needs --state-dir (the shared directory)");
+  so.shared_store = shared_state_;
+  so.lease_wait_s = lease_wait_;
+  so.replica_id = replica_id_;
+  if (so.replica_id.empty()) {
+    char h[256] = {0};
+    gethostname(h, sizeof h - 1);
+    so.replica_id = std::string(h) + ":" + (port_ > 0 ? std::to_string(port_) : "pid" + std::to_string(getpid()));
+  }
   if (!state_dir_.empty()) {
     struct stat st {};
     if (stat(state_dir_.c_str(), &st) != 0 && mkdir(state_dir_.c_str(), 0700) != 0)
@@ -129,6 +148,7 @@ int ServeCommand::run() {
   sopts.max_sessions = max_sessions_;
   sopts.state_dir = state_dir_;
   sopts.spill_dir = spill_dir_;
+  sopts.shared_store = shared_state_;
   Scheduler sched(model, sopts);
   for (const auto& line : sched.startup_log()) std::fprintf(stderr, "[sinkstream] %s\n", line.c_str());
   HttpServer server(sched, so);
@@ -142,8 +162,9 @@ int ServeCommand::run() {
     std::fprintf(stderr, "[sinkstream] signal %d: draining (up to %.0f s), then exiting\n", sig, drain_);
     server.stop();
   });
-  std::fprintf(stderr, "[sinkstream] serving %s on http://%s:%d (policy %s, chat %s)\n", so.model_name.c_str(),
-               host_.c_str(), port, sopts.policy.name().c_str(), chat_family_name(so.chat));
+  std::fprintf(stderr, "[sinkstream] serving %s on http://%s:%d (policy %s, chat %s, replica %s%s)\n",
+               so.model_name.c_str(), host_.c_str(), port, sopts.policy.name().c_str(), chat_family_name(so.chat),
+               so.replica_id.c_str(), shared_state_ ? ", shared state" : "");
   std::printf("listening on port %d\n", port);
   std::fflush(stdout);
   server.serve();

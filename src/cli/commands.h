@@ -128,7 +128,9 @@ class ServeCommand {
   PolicyFlags policy_;
   std::string host_ = "127.0.0.1";
   int port_ = 8080;
-  std::string api_key_, state_dir_, spill_dir_, chat_template_;
+  std::string api_key_, state_dir_, spill_dir_, chat_template_, replica_id_;
+  bool shared_state_ = false;
+  double lease_wait_ = 10;
   std::vector<std::string> allowed_hosts_;
   int max_sessions_ = 100000, max_batch_ = 64, max_queue_ = 256, kv_blocks_ = 0, max_connections_ = 4096;
   double header_timeout_ = 10, idle_timeout_ = 120, drain_ = 10;

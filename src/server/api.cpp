@@ -9,6 +9,7 @@
 #include "server/json_text.h"
 #include "server/metrics_text.h"
 #include "server/request_parse.h"
+#include "server/session_lease.h"
 #include "server/web_page.h"
 
 namespace ss {
@@ -121,6 +122,7 @@ HttpReply Generation::refusal() const {
 std::vector<std::pair<std::string, std::string>> Generation::stream_headers() const {
   std::vector<std::pair<std::string, std::string>> h = {{"Cache-Control", "no-cache"}};
   if (!session_id_.empty()) h.emplace_back("X-Session-Id", session_id_);
+  if (replayed_) h.emplace_back("X-Sinkstream-Replayed", "true");
   return h;
 }
 
@@ -183,6 +185,7 @@ HttpReply Generation::final_reply(const std::string& text) const {
   body["usage"] = usage();
   if (!session_id_.empty()) body["session_id"] = session_id_;
   HttpReply r;
+  if (replayed_) r.headers.emplace_back("X-Sinkstream-Replayed", "true");
   if (!persist_error.empty()) {
     body["warning"] = persist_error;
     r.headers.emplace_back("X-Sinkstream-Warning", persist_error);
@@ -257,6 +260,7 @@ Api::Outcome Api::handle(const ApiRequest& r, std::function<void()> on_update) {
   if (r.path.rfind(kSessions, 0) == 0 && (r.method == "GET" || r.method == "DELETE")) {
     const std::string id = r.path.substr(kSessions.size());
     if (!valid_session_id(id)) return {error_reply({400, "invalid session id", "session_id"}), nullptr};
+    if (opts_.shared_store) sched_.sync_session(id);  // the store's view, not only this replica's
     if (r.method == "GET") {
       auto info = sched_.session(id);
       if (!info) return {error_reply({404, "unknown session '" + id + "'"}), nullptr};
@@ -289,6 +293,43 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
   gr->session_id = sid;
+  if (opts_.shared_store && !sid.empty()) {
+    // One writer per turn across the fleet, then our copy checked against
+    // the store (another replica may have served the last turn).
+    auto lease = SessionLease::acquire(sched_.options().state_dir, sid,
+                                       {opts_.replica_id, opts_.lease_wait_s, opts_.lease_expire_s});
+    if (!lease.ok()) return {error_reply({409, lease.error().message, "session_id", 1}), nullptr};
+    gr->lease = std::shared_ptr<SessionLease>(std::move(lease.value()));
+    sched_.sync_session(sid);
+  }
+  auto make_generation = [&] {
+    auto g = std::make_shared<Generation>();
+    g->req = gr;
+    g->stream = cr.stream;
+    g->chat_ = chat;
+    g->id_ = new_id(chat ? "chatcmpl-" : "cmpl-");
+    g->created_ = now_s();
+    g->model_ = opts_.model_name;
+    g->session_id_ = sid;
+    return g;
+  };
+  // A retried turn whose first attempt was saved (its reply lost with its
+  // connection) gets that reply again, not a second turn.
+  const std::string key = r.header("Idempotency-Key");
+  if (key.size() > kMaxIdempotencyKey)
+    return {error_reply({400, "Idempotency-Key is longer than " + std::to_string(kMaxIdempotencyKey) + " bytes"}),
+            nullptr};
+  if (!sid.empty()) gr->idempotency_key = key;
+  if (auto saved = sid.empty() ? std::nullopt : sched_.replay(sid, key)) {
+    gr->pending_text = *saved;
+    gr->finish_reason = "stop";
+    gr->finished = true;
+    gr->admitted = true;
+    gr->lease.reset();
+    auto g = make_generation();
+    g->replayed_ = true;
+    return {HttpReply{}, g};
+  }
   const bool first_turn = sid.empty() || !sched_.session_exists(sid);
   const Tokenizer& tok = sched_.tokenizer();
   const auto& vocab = sched_.model().vocab;
@@ -319,15 +360,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
             nullptr};
   gr->on_update = std::move(on_update);
   if (auto refused = sched_.submit(gr)) return {error_reply(*refused), nullptr};
-  auto g = std::make_shared<Generation>();
-  g->req = gr;
-  g->stream = cr.stream;
-  g->chat_ = chat;
-  g->id_ = new_id(chat ? "chatcmpl-" : "cmpl-");
-  g->created_ = now_s();
-  g->model_ = opts_.model_name;
-  g->session_id_ = sid;
-  return {HttpReply{}, g};
+  return {HttpReply{}, make_generation()};
 }
 
 }  // namespace ss

@@ -44,6 +44,13 @@ struct ServerOptions {
   // Host names accepted besides the loopback ones when bound to loopback
   // (DNS-rebinding protection); ignored when bound to another address.
   std::vector<std::string> allowed_hosts;
+  // A fleet (docs/SCALING.md): every response says which replica served it
+  // (X-Sinkstream-Replica); with shared_store, replicas share the
+  // scheduler's state_dir and each session turn holds a lease there.
+  std::string replica_id;
+  bool shared_store = false;
+  double lease_wait_s = 10;     // a turn waits this long for its session's lease
+  double lease_expire_s = 600;  // a lease older than this is broken (its replica died on another host)
 };
 
 struct HttpReply {
@@ -79,6 +86,7 @@ class Generation {
   nlohmann::json usage() const;
   bool chat_ = false;
   bool sent_role_ = false;
+  bool replayed_ = false;  // the saved reply of a turn already done (Idempotency-Key)
   std::string id_, model_, session_id_;
   int64_t created_ = 0;
 };

@@ -23,6 +23,12 @@ struct GenerationRequest {
   std::vector<std::string> stop;
   bool ignore_eos = false;
   std::string session_id;  // empty: a one-off sequence
+  // Held for the turn when replicas share the state directory
+  // (server/session_lease.h); released once the turn is saved.
+  std::shared_ptr<void> lease;
+  // Idempotency-Key: saved with the session's turn, so a retry of a turn
+  // that was saved but whose reply was lost gets that reply (Scheduler::replay).
+  std::string idempotency_key;
   // Set before submit; called from the scheduler thread.
   std::function<void()> on_update;
 

@@ -36,8 +36,8 @@ std::string header_safe(std::string v) {
 
 // Status line and headers; content_length < 0 means a chunked body.
 std::string head(int status, const std::string& content_type,
-                 const std::vector<std::pair<std::string, std::string>>& extra, int64_t content_length,
-                 bool keep_alive) {
+                 const std::vector<std::pair<std::string, std::string>>& extra, int64_t content_length, bool keep_alive,
+                 const std::string& replica) {
   std::string h = "HTTP/1.1 " + std::to_string(status) + " ";
   h += std::string(http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status))));
   h += "\r\nContent-Type: " + content_type + "\r\n";
@@ -45,6 +45,7 @@ std::string head(int status, const std::string& content_type,
                            : std::string("Transfer-Encoding: chunked\r\n");
   h += keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n";
   h += "X-Content-Type-Options: nosniff\r\n";
+  if (!replica.empty()) h += "X-Sinkstream-Replica: " + header_safe(replica) + "\r\n";
   for (const auto& [k, v] : extra) h += k + ": " + header_safe(v) + "\r\n";
   return h + "\r\n";
 }
@@ -280,7 +281,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
           return;
         }
         streaming_ = true;
-        queue_write(head(200, "text/event-stream", gen_->stream_headers(), -1, keep_alive_));
+        queue_write(head(200, "text/event-stream", gen_->stream_headers(), -1, keep_alive_, srv_.opts.replica_id));
       }
       if (writing_) return;
       bool done = false;
@@ -352,7 +353,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void respond(const HttpReply& r) {
     const bool keep = keep_alive_ && !srv_.draining;
     keep_alive_ = keep;
-    std::string out = head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size()), keep);
+    std::string out =
+        head(r.status, r.content_type, r.headers, static_cast<int64_t>(r.body.size()), keep, srv_.opts.replica_id);
     if (!head_only_) out += r.body;
     queue_write(std::move(out));
     complete_after_write_ = true;

@@ -44,6 +44,9 @@ std::string render_metrics(const SchedulerMetrics& m) {
   metric("sinkstream_kv_blocks_shared", "gauge", "KV blocks of shared sinks (registered for adoption).",
          m.kv_blocks_shared);
   metric("sinkstream_persist_errors_total", "counter", "Session state writes that failed.", m.persist_errors);
+  metric("sinkstream_store_reloads_total", "counter",
+         "Sessions read from the shared state directory because another replica served their last turn.",
+         m.store_reloads);
   metric("sinkstream_session_restore_fallbacks_total", "counter",
          "Sessions restored from their previous copy because the newest file was bad.", m.session_fallbacks);
   metric("sinkstream_session_files_rejected_total", "counter", "Session files that could not be restored at all.",

@@ -267,6 +267,7 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
 
 void Scheduler::finish(Active& a, const std::string& reason, const std::string& error, int status) {
   if (a.detok && a.out && reason != "error") a.out->push(a.detok->flush());
+  const std::string tail = a.out && reason != "error" ? a.out->finish() : std::string();
   // Session bookkeeping and the durable write happen before the client hears
   // the turn is over, so its next request finds the session idle and saved.
   if (a.session) {
@@ -278,10 +279,15 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
     s.tokens_out += a.req->completion_tokens;
     s.last_used = ++lru_clock_;
     s.file_current = false;
+    if (!a.req->idempotency_key.empty() && reason != "error" && reason != "cancelled") {
+      s.last_key = a.req->idempotency_key;
+      s.last_reply = a.reply + tail;
+    }
     if (auto st = persist(a.req->session_id, s); !st.ok()) {
       std::lock_guard<std::mutex> lk(a.req->mu);
       a.req->persist_error = "session '" + a.req->session_id + "' was not saved: " + st.error().message;
     }
+    a.req->lease.reset();  // saved: the next turn may run on any replica
     std::lock_guard<std::mutex> lock(mu_);
     refresh_info(a.req->session_id, s);
   } else if (a.seq >= 0) {
@@ -295,7 +301,7 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   }
   {
     std::lock_guard<std::mutex> lk(a.req->mu);
-    if (a.out && reason != "error") a.req->pending_text += a.out->finish();
+    a.req->pending_text += tail;
     a.req->finished = true;
     a.req->finish_reason = reason;
     a.req->error = error;
@@ -382,6 +388,7 @@ void Scheduler::step() {
       continue;
     }
     if (std::string ready = a.out->take(); !ready.empty()) {
+      if (!r.idempotency_key.empty()) a.reply += ready;
       {
         std::lock_guard<std::mutex> lk(r.mu);
         r.pending_text += ready;

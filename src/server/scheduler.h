@@ -51,6 +51,10 @@ struct SchedulerOptions {
   // Where idle sessions go under pool pressure when there is no state_dir
   // (empty: a private temporary directory, removed at exit).
   std::string spill_dir;
+  // Replicas share state_dir (docs/SCALING.md): before a turn the session
+  // is checked against its file and reloaded when another replica moved it
+  // on; a save never overwrites a file this replica did not last see.
+  bool shared_store = false;
 };
 
 class Scheduler {
@@ -70,6 +74,13 @@ class Scheduler {
   bool delete_session(const std::string& id);
   std::vector<SessionInfo> sessions();
   SchedulerMetrics metrics();
+  // shared_store: brings session `id` up to date with the store (a session
+  // first seen here, or moved on by another replica, will be read from its
+  // file when its turn starts; one deleted elsewhere is dropped). The
+  // caller holds the session's lease.
+  void sync_session(const std::string& id);
+  // The reply of session `id`'s last turn when that turn carried `key`.
+  std::optional<std::string> replay(const std::string& id, const std::string& key);
   // Messages from restoring sessions at start-up (problems found).
   const std::vector<std::string>& startup_log() const { return startup_log_; }
   // Cancels everything queued or running (shutdown); returns how many.
@@ -77,15 +88,24 @@ class Scheduler {
   void wake();
 
  private:
+  // Identity of a session file version: a rename makes a new inode.
+  struct FileStamp {
+    uint64_t ino = 0, size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  FileStamp stamp_of(const std::string& id) const;  // zero when there is no file
   struct Session {
     SeqId seq = -1;  // -1: spilled (its KV is in its file)
     std::vector<int32_t> pending;
     int64_t turns = 0, tokens_in = 0, tokens_out = 0;
     bool busy = false;
     bool shared_sinks = false;
-    bool file_current = false;  // its file on disk (state or spill dir) matches the pool
-    uint64_t last_used = 0;     // LRU clock
-    SessionInfo info;           // snapshot readable by HTTP threads
+    bool file_current = false;         // its file on disk (state or spill dir) matches the pool
+    FileStamp stamp;                   // the file as this replica last wrote or read it
+    std::string last_key, last_reply;  // the last turn's Idempotency-Key and reply
+    uint64_t last_used = 0;            // LRU clock
+    SessionInfo info;                  // snapshot readable by HTTP threads
   };
   struct Active {
     std::shared_ptr<GenerationRequest> req;
@@ -100,6 +120,7 @@ class Scheduler {
     std::vector<int32_t> history;
     std::optional<Detokenizer> detok;
     std::optional<StreamText> out;  // generated text: stop strings, hold-back, what may be sent
+    std::string reply;              // all of it so far (kept for an idempotent session turn)
     std::chrono::steady_clock::time_point started;
   };
 

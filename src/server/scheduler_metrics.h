@@ -46,6 +46,7 @@ struct SchedulerMetrics {
   Histogram token_latency_ms{{0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000}};
   Histogram batch_size{{1, 2, 4, 8, 16, 32, 64, 128, 256}};
   int64_t persist_errors = 0;
+  int64_t store_reloads = 0;            // sessions read from the shared store because another replica moved them on
   int64_t session_fallbacks = 0;        // sessions restored from .bak (newest file bad)
   int64_t session_files_rejected = 0;   // sessions that could not be restored at all
   int64_t session_files_discarded = 0;  // corrupt newest files dropped on save instead of kept as .bak

@@ -1,6 +1,7 @@
 // Sessions and the KV budget: queries, deletion, durable state, and moving
 // idle sessions between the pool and disk (least recently used first).
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,6 +78,8 @@ SessionRecord Scheduler::record_of(const std::string& id, const Session& s) cons
   r.turns = s.turns;
   r.tokens_in = s.tokens_in;
   r.tokens_out = s.tokens_out;
+  r.last_key = s.last_key;
+  r.last_reply = s.last_reply;
   return r;
 }
 
@@ -115,7 +118,10 @@ Status Scheduler::unspill(const std::string& id, Session& s) {
   auto seq = engine_.import_sequence(r.value().state);
   if (!seq.ok()) return seq.error();
   s.seq = seq.value();
+  s.stamp = stamp_of(id);
   if (!fallback.empty()) {  // the previous copy is one turn behind: take all of it
+    s.last_key = r.value().last_key;
+    s.last_reply = r.value().last_reply;
     s.pending = r.value().pending;
     s.turns = r.value().turns;
     s.tokens_in = r.value().tokens_in;
@@ -207,8 +213,75 @@ void Scheduler::refresh_info(const std::string& id, Session& s) {
     fill_cache_info(i, seq->policy(), seq->n_seen(), seq->cached_entries());
 }
 
+Scheduler::FileStamp Scheduler::stamp_of(const std::string& id) const {
+  struct stat st {};
+  if (opts_.state_dir.empty() || ::stat(session_path(opts_.state_dir, id).c_str(), &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+void Scheduler::sync_session(const std::string& id) {
+  if (!opts_.shared_store || opts_.state_dir.empty()) return;
+  run_on_loop<int>([this, id] {
+    const FileStamp now = stamp_of(id);
+    auto it = sessions_.find(id);
+    if (it != sessions_.end() && (it->second.busy || now == it->second.stamp)) return 0;
+    if (it != sessions_.end() && it->second.seq >= 0) {
+      engine_.free_sequence(it->second.seq);
+      it->second.seq = -1;
+    }
+    if (now == FileStamp{}) {  // never saved, or deleted through another replica
+      if (it != sessions_.end()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        sessions_.erase(it);
+      }
+      return 0;
+    }
+    // Started or moved on by another replica: its counters and last reply
+    // now; its KV from the same file when the turn starts (unspill).
+    auto r = load_session(session_path(opts_.state_dir, id), fp_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!r.ok()) {
+      std::fprintf(stderr, "[sinkstream] session %s: %s\n", id.c_str(), r.error().message.c_str());
+      ++metrics_.session_files_rejected;
+      if (it != sessions_.end()) sessions_.erase(it);
+      return 0;
+    }
+    Session& s = sessions_[id];
+    s.seq = -1;
+    s.shared_sinks = false;
+    s.file_current = true;
+    s.stamp = now;
+    s.pending = r.value().pending;
+    s.turns = r.value().turns;
+    s.tokens_in = r.value().tokens_in;
+    s.tokens_out = r.value().tokens_out;
+    s.last_key = r.value().last_key;
+    s.last_reply = r.value().last_reply;
+    refresh_info(id, s);
+    fill_cache_info(s.info, r.value().state.policy, r.value().state.n_seen,
+                    static_cast<int64_t>(r.value().state.indices.size()));
+    ++metrics_.store_reloads;
+    return 0;
+  });
+}
+
+std::optional<std::string> Scheduler::replay(const std::string& id, const std::string& key) {
+  if (key.empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end() || it->second.busy || it->second.last_key != key) return std::nullopt;
+  return it->second.last_reply;
+}
+
 Status Scheduler::persist(const std::string& id, Session& s) {
   if (opts_.state_dir.empty()) return ok_status();
+  // Compare and swap: the file must be the version this turn started from.
+  if (opts_.shared_store && !(stamp_of(id) == s.stamp)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++metrics_.persist_errors;
+    return make_error("another replica saved this session during the turn; not overwritten");
+  }
   std::string note;
   const Status st = save_session(opts_.state_dir, record_of(id, s), fp_, &note);
   if (!note.empty()) {
@@ -224,6 +297,7 @@ Status Scheduler::persist(const std::string& id, Session& s) {
     return st;
   }
   s.file_current = true;
+  s.stamp = stamp_of(id);
   return ok_status();
 }
 
@@ -251,7 +325,10 @@ void Scheduler::restore_sessions() {
         s.turns = r.turns;
         s.tokens_in = r.tokens_in;
         s.tokens_out = r.tokens_out;
+        s.last_key = r.last_key;
+        s.last_reply = r.last_reply;
         s.file_current = true;
+        s.stamp = stamp_of(r.id);
         auto& ref = sessions_[r.id] = std::move(s);
         refresh_info(r.id, ref);
         fill_cache_info(ref.info, p, r.state.n_seen, static_cast<int64_t>(r.state.indices.size()));

@@ -20,7 +20,7 @@ constexpr uint32_t kMagic = 0x564B5353;  // "SSKV"
 // 3: the KV cache's element type, rows counted in bytes of that type.
 // 2: sliding layers' rows. 1: full layers only. (1 and 2 hold F32 rows,
 // counted in floats.)
-constexpr uint32_t kVersion = 3;
+constexpr uint32_t kVersion = 4;  // 4: last turn's idempotency key and reply
 
 uint64_t fnv1a(const uint8_t* p, size_t n) {
   uint64_t h = 1469598103934665603ull;
@@ -78,6 +78,10 @@ std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerpri
   put(b, r.tokens_out);
   put<uint64_t>(b, r.pending.size());
   for (int32_t t : r.pending) put(b, t);
+  put<uint32_t>(b, static_cast<uint32_t>(r.last_key.size()));
+  b.insert(b.end(), r.last_key.begin(), r.last_key.end());
+  put<uint64_t>(b, r.last_reply.size());
+  b.insert(b.end(), r.last_reply.begin(), r.last_reply.end());
   put<uint64_t>(b, r.state.indices.size());
   for (int64_t u : r.state.indices) put(b, u);
   put<uint64_t>(b, r.state.rows.size());
@@ -138,6 +142,14 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   s.pending.resize(static_cast<size_t>(n));
   for (auto& t : s.pending)
     if (!r.read(t) || t < 0 || t >= fp.n_vocab) return make_error("bad pending token");
+  if (version >= 4) {
+    uint32_t key_len;
+    uint64_t reply_len;
+    if (!r.read(key_len) || key_len > kMaxIdempotencyKey || !r.read_bytes(key_len, s.last_key))
+      return make_error("bad idempotency key in session file");
+    if (!r.read(reply_len) || reply_len > r.remaining() || !r.read_bytes(static_cast<size_t>(reply_len), s.last_reply))
+      return make_error("bad last reply in session file");
+  }
   // The cached tokens follow from the policy and n_seen (sinks, then the
   // window's tail): anything else would put two tokens in one slot.
   const int64_t n_seen = s.state.n_seen, sinks = std::min(p.sinks, n_seen);

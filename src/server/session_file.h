@@ -19,6 +19,10 @@ struct SessionRecord {
   std::vector<int32_t> pending;  // sampled but not yet fed (fed with the next turn)
   int64_t turns = 0;
   int64_t tokens_in = 0, tokens_out = 0;
+  // The last turn's Idempotency-Key and reply (version 4): a client that
+  // lost the reply (its replica died after saving) gets it again instead of
+  // a second turn.
+  std::string last_key, last_reply;
 };
 
 // n_layers: full-attention layers (rows per cached index); sliding layers
@@ -32,6 +36,8 @@ ModelFingerprint fingerprint_of(const ModelConfig& c);
 std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerprint& fp);
 Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const ModelFingerprint& fp);
 
+// Idempotency keys: at most this many bytes.
+constexpr uint32_t kMaxIdempotencyKey = 128;
 // Session ids: 1..64 chars of [A-Za-z0-9_-] (they name files).
 bool valid_session_id(const std::string& id);
 

@@ -81,6 +81,11 @@ TEST(SessionFile, Version2FilesStillLoad) {
   const auto r = sample(4);
   auto b = encode_session(r, kFp);
   b.resize(b.size() - 8);  // checksum
+  // Version 4 -> 3: drop the empty idempotency key and reply (u32 + u64
+  // lengths) between the pending tokens and the index count.
+  const size_t idx_at =
+      b.size() - 8 - r.state.sliding_rows.size() - 8 - r.state.rows.size() - 8 * r.state.indices.size() - 8;
+  b.erase(b.begin() + static_cast<std::ptrdiff_t>(idx_at - 12), b.begin() + static_cast<std::ptrdiff_t>(idx_at));
   // Version 3 -> 2: drop the type field after the fingerprint (magic,
   // version, five int32s), count rows in floats.
   const size_t type_at = 4 + 4 + 5 * 4;
@@ -97,6 +102,21 @@ TEST(SessionFile, Version2FilesStillLoad) {
   ASSERT_TRUE(d.ok()) << d.error().message;
   EXPECT_EQ(d->state.kv_type, GgmlType::F32);
   EXPECT_EQ(d->state.rows, r.state.rows);
+}
+
+// Version 4: the last turn's idempotency key and reply round-trip; an
+// oversized key is refused.
+TEST(SessionFile, IdempotencyKeyAndReplyRoundTrip) {
+  auto r = sample(3);
+  r.last_key = "turn-7-of-session";
+  r.last_reply = "Once upon a time\n\xE2\x96\x81 there was";
+  auto d = decode_session(encode_session(r, kFp), kFp);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->last_key, r.last_key);
+  EXPECT_EQ(d->last_reply, r.last_reply);
+  EXPECT_EQ(d->state.rows, r.state.rows);
+  r.last_key.assign(kMaxIdempotencyKey + 1, 'k');
+  EXPECT_FALSE(decode_session(encode_session(r, kFp), kFp).ok());
 }
 
 TEST(SessionFile, EveryTruncationAndBitFlipIsDetected) {

@@ -1,0 +1,97 @@
+#include "server/session_lease.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace ss {
+
+namespace {
+
+std::string host_name() {
+  char h[256] = {0};
+  if (gethostname(h, sizeof h - 1) != 0) return "unknown";
+  return h;
+}
+
+std::string read_small(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[512];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
+// "host=H pid=P owner=O\n": stale when H is this host and P is gone, or
+// when the file is older than expire_s.
+bool stale(const std::string& path, const std::string& content, double expire_s) {
+  const std::string me = "host=" + host_name() + " ";
+  if (content.rfind(me, 0) == 0) {
+    const long pid = std::strtol(content.c_str() + me.size() + 4, nullptr, 10);  // after "pid="
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;  // gone: the next try creates it
+  const double age = static_cast<double>(::time(nullptr) - st.st_mtime);
+  return age > expire_s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SessionLease>> SessionLease::acquire(const std::string& dir, const std::string& id,
+                                                            const LeaseOptions& opts) {
+  const std::string path = dir + "/" + id + ".lock";
+  const std::string content =
+      "host=" + host_name() + " pid=" + std::to_string(::getpid()) + " owner=" + opts.owner + "\n";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.wait_s);
+  std::string holder;
+  for (int attempt = 0;; ++attempt) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+      ::close(fd);
+      if (!ok) {
+        ::unlink(path.c_str());
+        return make_error(path + ": cannot write the lease");
+      }
+      return std::unique_ptr<SessionLease>(new SessionLease(path, content));
+    }
+    if (errno != EEXIST) return make_error(path + ": " + std::strerror(errno));
+    holder = read_small(path);
+    if (!holder.empty() && stale(path, holder, opts.expire_s)) {
+      // Only the replica whose rename succeeds removes it.
+      const std::string broken = path + ".broken." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+      if (::rename(path.c_str(), broken.c_str()) == 0) {
+        if (read_small(broken) == holder) {
+          ::unlink(broken.c_str());
+          std::fprintf(stderr, "[sinkstream] session %s: broke a stale lease (%s)\n", id.c_str(),
+                       holder.substr(0, holder.size() - 1).c_str());
+        } else {  // a fresh lease slipped in between: put it back unless yet another exists
+          (void)::link(broken.c_str(), path.c_str());
+          ::unlink(broken.c_str());
+        }
+      }
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(attempt < 10 ? 5 : 25));
+  }
+  while (!holder.empty() && holder.back() == '\n') holder.pop_back();
+  return make_error("session '" + id + "' is busy on another replica (" + holder + ")");
+}
+
+bool SessionLease::held() const { return read_small(path_) == content_; }
+
+SessionLease::~SessionLease() {
+  if (held()) ::unlink(path_.c_str());
+}
+
+}  // namespace ss
