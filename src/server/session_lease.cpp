@@ -30,13 +30,22 @@ std::string read_small(const std::string& path) {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
 }
 
+// A killed process whose parent has not reaped it yet is a zombie: kill(0)
+// still finds it, /proc says Z.
+bool process_alive(pid_t pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  const std::string stat = read_small("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
+}
+
 // "host=H pid=P owner=O\n": stale when H is this host and P is gone, or
 // when the file is older than expire_s.
 bool stale(const std::string& path, const std::string& content, double expire_s) {
   const std::string me = "host=" + host_name() + " ";
   if (content.rfind(me, 0) == 0) {
     const long pid = std::strtol(content.c_str() + me.size() + 4, nullptr, 10);  // after "pid="
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+    if (pid > 0 && !process_alive(static_cast<pid_t>(pid))) return true;
   }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return false;  // gone: the next try creates it
