@@ -89,9 +89,11 @@ class Scheduler {
 
  private:
   // Identity of a session file version: a rename makes a new inode.
+  // With the turn count from the header: a save on a file system with
+  // coarse timestamps that reuses an inode still changes it.
   struct FileStamp {
     uint64_t ino = 0, size = 0;
-    int64_t mtime_ns = 0;
+    int64_t mtime_ns = 0, turns = 0;
     bool operator==(const FileStamp&) const = default;
   };
   FileStamp stamp_of(const std::string& id) const;  // zero when there is no file

@@ -215,9 +215,12 @@ void Scheduler::refresh_info(const std::string& id, Session& s) {
 
 Scheduler::FileStamp Scheduler::stamp_of(const std::string& id) const {
   struct stat st {};
-  if (opts_.state_dir.empty() || ::stat(session_path(opts_.state_dir, id).c_str(), &st) != 0) return {};
+  if (opts_.state_dir.empty()) return {};
+  const std::string path = session_path(opts_.state_dir, id);
+  if (::stat(path.c_str(), &st) != 0) return {};
   return {static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
-          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+          static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+          opts_.shared_store ? peek_session_turns(path) : 0};
 }
 
 void Scheduler::sync_session(const std::string& id) {

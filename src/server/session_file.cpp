@@ -183,6 +183,30 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   return s;
 }
 
+int64_t peek_session_turns(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  uint8_t buf[256];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return -1;
+  ByteReader r(std::span<const uint8_t>(buf, static_cast<size_t>(n)));
+  uint32_t magic = 0, version = 0, u32 = 0, id_len = 0;
+  uint8_t kind = 0;
+  int64_t i64 = 0, turns = -1;
+  if (!r.read(magic) || magic != kMagic || !r.read(version) || version < 1 || version > kVersion) return -1;
+  const int fp_fields = version >= 2 ? 5 : 3;
+  for (int i = 0; i < fp_fields; ++i)
+    if (!r.read(u32)) return -1;
+  if (version >= 3 && !r.read(u32)) return -1;
+  std::string id;
+  if (!r.read(id_len) || id_len > 64 || !r.read_bytes(id_len, id) || !r.read(kind)) return -1;
+  for (int i = 0; i < 4; ++i)  // sinks, window, unused, n_seen
+    if (!r.read(i64)) return -1;
+  if (!r.read(turns)) return -1;
+  return turns;
+}
+
 static Result<SessionRecord> load_one(const std::string& path, const ModelFingerprint& fp) {
   auto f = MappedFile::open(path);
   if (!f.ok()) return f.error();

@@ -50,6 +50,9 @@ Result<SessionRecord> load_session(const std::string& path, const ModelFingerpri
                                    std::string* fallback = nullptr);
 Status remove_session(const std::string& dir, const std::string& id);
 std::string session_path(const std::string& dir, const std::string& id);
+// The turn count in a session file's header (-1 when there is no readable
+// header): a version number every save increments, read without the KV.
+int64_t peek_session_turns(const std::string& path);
 // Every session in dir, one at a time (only one record's KV in memory). Each
 // problem is a line in `problems`: a fallback to .bak (counted in *fallbacks)
 // or a session that could not be loaded at all (counted in *rejected).

@@ -119,6 +119,24 @@ TEST(SessionFile, IdempotencyKeyAndReplyRoundTrip) {
   EXPECT_FALSE(decode_session(encode_session(r, kFp), kFp).ok());
 }
 
+// The header's turn count is the store's version number (server/scheduler:
+// the fleet's check before a turn), read without the KV rows.
+TEST(SessionFile, TurnCountIsReadFromTheHeaderAlone) {
+  const std::string dir = test::temp_path("peek");
+  std::filesystem::create_directories(dir);
+  auto r = sample(2);
+  r.turns = 7;
+  ASSERT_TRUE(save_session(dir, r, kFp).ok());
+  EXPECT_EQ(peek_session_turns(session_path(dir, r.id)), 7);
+  r.turns = 8;
+  ASSERT_TRUE(save_session(dir, r, kFp).ok());
+  EXPECT_EQ(peek_session_turns(session_path(dir, r.id)), 8);
+  EXPECT_EQ(peek_session_turns(dir + "/missing.session"), -1);
+  std::ofstream(dir + "/junk") << "not a session file at all";
+  EXPECT_EQ(peek_session_turns(dir + "/junk"), -1);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SessionFile, EveryTruncationAndBitFlipIsDetected) {
   const auto b = encode_session(sample(1), kFp);
   for (size_t n = 0; n < b.size(); ++n) {
