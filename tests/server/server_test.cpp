@@ -192,6 +192,57 @@ TEST(Server, RestartWithStateDirContinuesIdentically) {
   std::filesystem::remove_all(dir);
 }
 
+// Two replicas sharing a state directory (--shared-state), turns
+// alternating between them: each replica notices the other moved the
+// session on and continues from the store, so the conversation equals one
+// server's. Every response names its replica; a retried turn (same
+// Idempotency-Key) gets the saved reply instead of running again.
+TEST(Server, ReplicasSharingAStoreContinueEachOthersSessions) {
+  const std::string dir = test::temp_path("fleet");
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> single;
+  {
+    test::TestServer a(test::stories_gguf(), test::default_sched());
+    single = run_turns(a, "shared", 0, 6);
+  }
+  auto shared = [&] {
+    SchedulerOptions so = test::default_sched(dir);
+    so.shared_store = true;
+    return so;
+  };
+  auto named = [](const std::string& id) {
+    ServerOptions ho;
+    ho.replica_id = id;
+    ho.shared_store = true;
+    return ho;
+  };
+  test::TestServer r1(test::stories_gguf(), shared(), named("r1"));
+  test::TestServer r2(test::stories_gguf(), shared(), named("r2"));
+  std::vector<std::string> fleet;
+  for (int t = 0; t < 6; ++t) {
+    const auto got = run_turns(t % 3 == 0 ? r1 : r2, "shared", t, t + 1);  // r1, r2, r2, r1, r2, r2
+    fleet.insert(fleet.end(), got.begin(), got.end());
+  }
+  EXPECT_EQ(fleet, single);
+  auto c1 = r1.client();
+  EXPECT_GE(test::metric(c1, "sinkstream_store_reloads_total"), 1);
+  auto h = c1.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->get_header_value("X-Sinkstream-Replica"), "r1");
+  // Idempotency: the same key twice runs one turn; the second answer is the saved one.
+  auto c2 = r2.client();
+  const json body = chat_body("Tom saw a bird number 6.", 15, "shared");
+  const httplib::Headers key = {{"Idempotency-Key", "shared-turn-6"}};
+  auto first = c2.Post("/v1/chat/completions", key, body.dump(), "application/json");
+  auto again = c1.Post("/v1/chat/completions", key, body.dump(), "application/json");
+  ASSERT_TRUE(first && again);
+  EXPECT_EQ(again->get_header_value("X-Sinkstream-Replayed"), "true");
+  EXPECT_EQ(json::parse(again->body)["choices"][0]["message"]["content"],
+            json::parse(first->body)["choices"][0]["message"]["content"]);
+  EXPECT_EQ(json::parse(c1.Get("/v1/sessions/shared")->body)["turns"], 7);
+  std::filesystem::remove_all(dir);
+}
+
 // Models with sliding-window layers persist their own window too (session
 // file v2): gemma3 and gpt-oss continue across a restart as without one,
 // past both the sliding window (8) and the full layers' window (60).
