@@ -1,6 +1,9 @@
 #include "runtime/kernel_layouts.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "ops/interleave.h"
@@ -46,23 +49,40 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
   auto arena_bytes = [&](const TensorView& w) {
     return ((interleaved(w) ? interleaved_bytes(w) : bytes(w)) + kAlign - 1) / kAlign * kAlign;
   };
+  std::vector<size_t> offset(views.size());
   size_t total = 0;
-  for (const TensorView* w : views) total += arena_bytes(*w);
-  auto arena = allocate_huge(total);
-  size_t at = 0;
-  for (TensorView* w : views) {
-    const void* original = w->data;
-    const size_t size = arena_bytes(*w);
-    if (interleaved(*w)) {
-      interleave(*w, arena.get() + at);
-      w->interleaved = arena.get() + at;
-    } else {  // the same rows, only moved into huge pages
-      std::memcpy(arena.get() + at, w->data, bytes(*w));
-      w->data = arena.get() + at;
-    }
-    at += size;
-    release_resident_pages(original, bytes(*w));
+  for (size_t i = 0; i < views.size(); ++i) {
+    offset[i] = total;
+    total += arena_bytes(*views[i]);
   }
+  auto arena = allocate_huge(total);
+  // Matrices are independent: all cores build them (interleaving a 1B
+  // model's K-quants takes seconds on one), largest first so the last one
+  // to start is small.
+  std::vector<size_t> order(views.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes(*views[a]) > bytes(*views[b]); });
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < order.size();) {
+      TensorView* w = views[order[k]];
+      uint8_t* dst = arena.get() + offset[order[k]];
+      const void* original = w->data;
+      if (interleaved(*w)) {
+        interleave(*w, dst);
+        w->interleaved = dst;
+      } else {  // the same rows, only moved into huge pages
+        std::memcpy(dst, w->data, bytes(*w));
+        w->data = dst;
+      }
+      release_resident_pages(original, bytes(*w));
+    }
+  };
+  const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < std::min<size_t>(cores, order.size()); ++t) helpers.emplace_back(work);
+  work();
+  for (auto& t : helpers) t.join();
   out->keep_alive.push_back(std::move(arena));
   return out;
 }
