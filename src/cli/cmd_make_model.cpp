@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "cli/commands.h"
 #include "format/gguf_writer.h"
+#include "util/thread_pool.h"
 
 namespace ss::cli {
 
@@ -200,15 +202,25 @@ int MakeModelCommand::run() {
   const uint64_t seed = seed_;
   // Uniform weights with variance 1/cols keep activations O(1) through the
   // layers, so no NaN or denormal slows a measurement down.
+  // Rows are generated and quantized on all cores (ggml's K-quant scale
+  // search is slow); each row's values depend only on its index, so the
+  // file is the same for any number of threads.
+  auto pool = std::make_shared<ThreadPool>(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   auto matrix = [&](const std::string& name, std::vector<int64_t> ne, GgmlType type, float gain = 1.0f) {
     const int64_t cols = ne[0];
+    int64_t rows = 1;
+    for (size_t i = 1; i < ne.size(); ++i) rows *= ne[i];
     const float amp = gain * std::sqrt(3.0f / static_cast<float>(cols));
-    w.add_tensor_rows(name, type, std::move(ne), [=](int64_t r, uint8_t* dst) {
-      thread_local std::vector<float> row;
-      row.resize(static_cast<size_t>(cols));
-      uint64_t st = seed ^ name_hash(name) ^ (static_cast<uint64_t>(r) * 0x2545F4914F6CDD1Dull);
-      for (auto& v : row) v = amp * (static_cast<float>(splitmix64(st) >> 40) / 8388608.0f - 1.0f);
-      quantize_row(type, row.data(), dst, cols);
+    const size_t rb = row_bytes(type, cols);
+    w.add_tensor_fill(name, type, std::move(ne), [=](uint8_t* dst) {
+      pool->parallel_for(static_cast<size_t>(rows), [&](size_t b, size_t e) {
+        std::vector<float> row(static_cast<size_t>(cols));
+        for (size_t r = b; r < e; ++r) {
+          uint64_t st = seed ^ name_hash(name) ^ (static_cast<uint64_t>(r) * 0x2545F4914F6CDD1Dull);
+          for (auto& v : row) v = amp * (static_cast<float>(splitmix64(st) >> 40) / 8388608.0f - 1.0f);
+          quantize_row(type, row.data(), dst + r * rb, cols);
+        }
+      });
     });
   };
   auto constant = [&](const std::string& name, std::vector<int64_t> ne, float value) {
