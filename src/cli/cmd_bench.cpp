@@ -196,7 +196,7 @@ int BenchCommand::run() {
   for (int64_t target : positions.value()) {
     // Reaching position 1M takes minutes: a bar with ETA on a terminal.
     std::optional<Progress> bar;
-    if (stderr_is_tty() && target - pos > 4096) bar.emplace("to " + std::to_string(target), true);
+    if (stderr_is_tty() && target - pos > 1024) bar.emplace("to " + std::to_string(target), true);
     const int64_t from = pos;
     while (pos < target) {
       const auto toks = random_tokens(static_cast<size_t>(std::min<int64_t>(target - pos, 4096)));

@@ -147,6 +147,8 @@ class Scheduler {
   // free; false if that is impossible now.
   bool make_room(int need);
   SessionRecord record_of(const std::string& id, const Session& s) const;
+  // A record's counters, pending tokens and last reply into s (not its KV).
+  static void adopt_counters(Session& s, const SessionRecord& r);
   bool spill(const std::string& id, Session& s);
   Status unspill(const std::string& id, Session& s);
   void refresh_info(const std::string& id, Session& s);

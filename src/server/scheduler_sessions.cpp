@@ -83,6 +83,15 @@ SessionRecord Scheduler::record_of(const std::string& id, const Session& s) cons
   return r;
 }
 
+void Scheduler::adopt_counters(Session& s, const SessionRecord& r) {
+  s.pending = r.pending;
+  s.turns = r.turns;
+  s.tokens_in = r.tokens_in;
+  s.tokens_out = r.tokens_out;
+  s.last_key = r.last_key;
+  s.last_reply = r.last_reply;
+}
+
 bool Scheduler::spill(const std::string& id, Session& s) {
   if (s.seq < 0) return true;
   if (!s.file_current) {
@@ -119,14 +128,7 @@ Status Scheduler::unspill(const std::string& id, Session& s) {
   if (!seq.ok()) return seq.error();
   s.seq = seq.value();
   s.stamp = stamp_of(id);
-  if (!fallback.empty()) {  // the previous copy is one turn behind: take all of it
-    s.last_key = r.value().last_key;
-    s.last_reply = r.value().last_reply;
-    s.pending = r.value().pending;
-    s.turns = r.value().turns;
-    s.tokens_in = r.value().tokens_in;
-    s.tokens_out = r.value().tokens_out;
-  }
+  if (!fallback.empty()) adopt_counters(s, r.value());  // the previous copy is one turn behind: take all of it
   if (opts_.state_dir.empty()) {
     (void)remove_session(spill_dir_, id);  // the turn about to run makes it stale anyway
     s.file_current = false;
@@ -255,12 +257,7 @@ void Scheduler::sync_session(const std::string& id) {
     s.shared_sinks = false;
     s.file_current = true;
     s.stamp = now;
-    s.pending = r.value().pending;
-    s.turns = r.value().turns;
-    s.tokens_in = r.value().tokens_in;
-    s.tokens_out = r.value().tokens_out;
-    s.last_key = r.value().last_key;
-    s.last_reply = r.value().last_reply;
+    adopt_counters(s, r.value());
     refresh_info(id, s);
     fill_cache_info(s.info, r.value().state.policy, r.value().state.n_seen,
                     static_cast<int64_t>(r.value().state.indices.size()));
@@ -324,12 +321,7 @@ void Scheduler::restore_sessions() {
         if (p.name() != opts_.policy.name())
           startup_log_.push_back("session " + r.id + " was saved with policy " + p.name() + "; restored with it");
         Session s;
-        s.pending = r.pending;
-        s.turns = r.turns;
-        s.tokens_in = r.tokens_in;
-        s.tokens_out = r.tokens_out;
-        s.last_key = r.last_key;
-        s.last_reply = r.last_reply;
+        adopt_counters(s, r);
         s.file_current = true;
         s.stamp = stamp_of(r.id);
         auto& ref = sessions_[r.id] = std::move(s);

@@ -113,7 +113,7 @@ TEST(Chat, LongCommandsShowProgressWithEtaOnATerminal) {
     GTEST_SKIP() << "script(1) cannot open a pseudo-terminal here";
   const std::string bin = SS_CLI_BINARY;
   auto b = run("timeout 120 script -qec \"" + bin + " bench -m " + test::shared("models/stories260K/stories260K.gguf") +
-                   " --prefill 64 --positions 12000 --samples 4\" /dev/null < /dev/null",
+                   " --prefill 64 --positions 1500 --samples 4\" /dev/null < /dev/null",
                true, true);
   EXPECT_EQ(b.rc, 0) << b.out;
   EXPECT_NE(b.out.find("fast-forward"), std::string::npos) << b.out;
