@@ -5,7 +5,7 @@
 #     under each lower dispatch level (SINKSTREAM_CPU=avx512 where the CPU
 #     has AMX, then avx2), so every kernel family this machine can run is
 #     exercised end to end, whichever CPU CI lands on.
-#  2. Debug + ASan/UBSan build: the same suite but the 200k-token long run and
+#  2. Debug (asserts on, -O1 so the numeric tests run in minutes) + ASan/UBSan build: the same suite but the 200k-token long run and
 #     the full golden-NLL sweeps (tens of minutes under ASan, no code path the
 #     other runtime tests miss).
 #  3. ThreadSanitizer: scheduler, HTTP server, fault tests, thread pool.
@@ -20,13 +20,21 @@
 # skip a phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's wall time, so a slow CI run says where its minutes went.
+phase_start=$SECONDS
+phase() {
+  echo "== [$((SECONDS - phase_start)) s since start] $*"
+}
 shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
+phase "install packages"
 bash scripts/install_deps.sh --test
 (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 jobs="$(nproc)"
+phase "release build"
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$jobs"
 ./build/release/sinkstream system-info
+phase "release suite"
 ctest --preset release -j"$jobs"
 # The same suite at the lower dispatch levels (see src/util/cpu_features.h):
 # without AMX (only where AMX is usable, else it equals the native run) and
@@ -37,16 +45,19 @@ usable="$(./build/release/sinkstream system-info | grep '^usable:')"
 if [[ "$usable" == *AMX* ]]; then levels+=(avx512); fi
 if [[ "$usable" == *AVX2* ]]; then levels+=(avx2); fi
 for level in "${levels[@]}"; do
-  echo "== Release suite under SINKSTREAM_CPU=$level"
+  phase "release suite under SINKSTREAM_CPU=$level"
   SINKSTREAM_CPU=$level ./build/release/sinkstream system-info | grep -E '^(cap|float|vector|int8|fast)'
   SINKSTREAM_CPU=$level ctest --preset release -j"$jobs"
 done
 if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
+  phase "ASan build"
   cmake --preset debug-asan >/dev/null
   cmake --build --preset debug-asan -j"$jobs"
+  phase "ASan suite"
   ctest --preset debug-asan -j"$jobs" -E '^(LongRun|GoldenNll)\.'
 fi
 if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
+  phase "TSan build and run"
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$jobs" --target util_tests server_tests sinkstream
   # TSan needs a memory layout that high ASLR entropy can break: run without ASLR where allowed.
@@ -56,14 +67,18 @@ if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
   TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/server_tests
 fi
 if [[ "${SS_SKIP_FUZZ:-0}" != 1 ]]; then
+  phase "fuzz build and gate"
   SINKSTREAM_SHARED="$shared" bash scripts/fuzz.sh
 fi
 if [[ "${SS_SKIP_LOAD:-0}" != 1 ]]; then
+  phase "load and chaos"
   ./build/release/bench/load_test --server ./build/release/sinkstream \
     -m "$shared/models/stories260K/stories260K.gguf" --clients 64 --seconds 30
   python3 tests/soak/chaos.py --server ./build/release/sinkstream \
     -m "$shared/models/stories260K/stories260K.gguf" --seconds 60
 fi
 if [[ "${SS_SKIP_ARM:-0}" != 1 ]]; then
+  phase "Arm compile"
   bash scripts/check_arm_compile.sh
 fi
+phase "done"
