@@ -54,6 +54,10 @@ struct F32Elems {
   using T = float;
   static SS_ALWAYS_INLINE Lanes load16(const T* p) { return load_lanes(p); }
   static SS_ALWAYS_INLINE Eight load8(const T* p) { return ::ss::load8(p); }
+  static SS_ALWAYS_INLINE Lanes load8x2(const T* a, const T* b) {
+    return __builtin_shufflevector(::ss::load8(a), ::ss::load8(b), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+                                   15);
+  }
   static SS_ALWAYS_INLINE float one(const T* p) { return *p; }
 };
 // Half floats by the exact bit conversion above (the clones cannot inline
@@ -74,6 +78,15 @@ struct F16Elems {
     std::memcpy(&h, p, sizeof h);
     return half_bits_to_float<Eight>(__builtin_convertvector(h, U8));
   }
+  static SS_ALWAYS_INLINE H16 halves8x2(const T* a, const T* b) {
+    H8 x, y;
+    std::memcpy(&x, a, sizeof x);
+    std::memcpy(&y, b, sizeof y);
+    return __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+  static SS_ALWAYS_INLINE Lanes load8x2(const T* a, const T* b) {
+    return half_bits_to_float<Lanes>(__builtin_convertvector(halves8x2(a, b), U16));
+  }
   static SS_ALWAYS_INLINE float one(const T* p) { return fp16_to_fp32(*p); }
 };
 struct BF16Elems {
@@ -91,6 +104,9 @@ struct BF16Elems {
     H8 h;
     std::memcpy(&h, p, sizeof h);
     return __builtin_bit_cast(Eight, __builtin_convertvector(h, U8) << 16);
+  }
+  static SS_ALWAYS_INLINE Lanes load8x2(const T* a, const T* b) {
+    return __builtin_bit_cast(Lanes, __builtin_convertvector(F16Elems::halves8x2(a, b), U16) << 16);
   }
   static SS_ALWAYS_INLINE float one(const T* p) { return bf16_to_fp32(*p); }
 };
@@ -134,12 +150,25 @@ template <int HD, int NH, class E = F32Elems>
 SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const typename E::T* k_cols, int col_stride, int hd_runtime,
                                          float scale, Lanes* out) {
   const int hd = HD > 0 ? HD : hd_runtime;
-  Lanes a[NH] = {};
-  for (int d = 0; d < hd; ++d) {
+  // One or two heads: two chains each (even and odd d), so the sums do not
+  // wait on one multiply-add after another.
+  constexpr int C = NH <= 2 ? 2 : 1;
+  Lanes a[NH][C] = {};
+  int d = 0;
+  for (; d + C <= hd; d += C)
+    for (int c = 0; c < C; ++c) {
+      const Lanes k = E::load16(k_cols + static_cast<long>(d + c) * col_stride);
+      for (int h = 0; h < NH; ++h) a[h][c] += q[h * hd + d + c] * k;
+    }
+  for (; d < hd; ++d) {
     const Lanes k = E::load16(k_cols + static_cast<long>(d) * col_stride);
-    for (int h = 0; h < NH; ++h) a[h] += q[h * hd + d] * k;
+    for (int h = 0; h < NH; ++h) a[h][0] += q[h * hd + d] * k;
   }
-  for (int h = 0; h < NH; ++h) out[h] = a[h] * scale;
+  for (int h = 0; h < NH; ++h) {
+    Lanes sum = a[h][0];
+    for (int c = 1; c < C; ++c) sum += a[h][c];
+    out[h] = sum * scale;
+  }
 }
 }  // namespace
 
@@ -242,13 +271,13 @@ void attn_online_init(int g, int hd, float* m, float* l, float* acc) {
 }
 
 namespace {
-// acc[h*hd + d] += sum_r p[h*kChunk + r] * v_rows[r*v_stride + d], r < n.
+// acc[h*hd + d] += sum_r p[h*ps + r] * v_rows[r*v_stride + d], r < n.
 // Heads a multiple of 8 wide: the sums stay in 8-lane registers, split in up
 // to four interleaved partial sums so consecutive keys do not wait on each
 // other's multiply-add (small heads); other sizes: plain loops.
 template <int HD, class E = F32Elems>
-SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const typename E::T* v_rows, int v_stride, int n, int hd,
-                                       float* __restrict__ acc) {
+SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int ps, int g, const typename E::T* v_rows, int v_stride, int n,
+                                       int hd, float* __restrict__ acc) {
   if constexpr (HD > 0 && HD % kChunk == 0) {
     // Heads a multiple of 16 wide: each V row is loaded once for a block of
     // NH heads (16 sums in registers: NH x NV), whose sums are the
@@ -262,7 +291,7 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const typename E::
         for (int j = 0; j < NV; ++j) v[j] = E::load16(v_rows + static_cast<long>(r) * v_stride + kChunk * j);
         for (int h = 0; h < NH; ++h) {
           if (h >= nh) break;
-          const float pr = p[(h0 + h) * kChunk + r];
+          const float pr = p[(h0 + h) * ps + r];
           for (int j = 0; j < NV; ++j) part[h][j] += pr * v[j];
         }
       }
@@ -274,10 +303,37 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const typename E::
         }
       }
     }
+  } else if constexpr (HD == 8) {
+    // Two keys' V rows in one 16-lane vector (key r in the low 8 lanes, r + 1
+    // in the high), loaded and converted once for up to four heads; each
+    // head's two halves are added at the end.
+    for (int h0 = 0; h0 < g; h0 += 4) {
+      const int nh = g - h0 < 4 ? g - h0 : 4;
+      Lanes part[4] = {};
+      int r = 0;
+      for (; r + 2 <= n; r += 2) {
+        const Lanes v =
+            E::load8x2(v_rows + static_cast<long>(r) * v_stride, v_rows + static_cast<long>(r + 1) * v_stride);
+        for (int h = 0; h < 4; ++h) {
+          if (h >= nh) break;
+          const float* ph = p + (h0 + h) * ps + r;
+          const float a = ph[0], b = ph[1];
+          part[h] += Lanes{a, a, a, a, a, a, a, a, b, b, b, b, b, b, b, b} * v;
+        }
+      }
+      for (int h = 0; h < nh; ++h) {
+        Eight sum = __builtin_shufflevector(part[h], part[h], 0, 1, 2, 3, 4, 5, 6, 7) +
+                    __builtin_shufflevector(part[h], part[h], 8, 9, 10, 11, 12, 13, 14, 15);
+        if (r < n) sum += p[(h0 + h) * ps + r] * E::load8(v_rows + static_cast<long>(r) * v_stride);
+        float* a = acc + (h0 + h) * HD;
+        sum += load8(a);
+        std::memcpy(a, &sum, sizeof sum);
+      }
+    }
   } else if constexpr (HD > 0 && HD % 8 == 0) {
     constexpr int NV = HD / 8, C = NV >= 4 ? 1 : 4 / NV;
     for (int h = 0; h < g; ++h) {
-      const float* ph = p + h * kChunk;
+      const float* ph = p + h * ps;
       Eight part[C][NV] = {};
       int r = 0;
       for (; r + C <= n; r += C)
@@ -298,7 +354,7 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int g, const typename E::
     for (int r = 0; r < n; ++r) {
       const typename E::T* __restrict__ v = v_rows + static_cast<long>(r) * v_stride;
       for (int h = 0; h < g; ++h) {
-        const float pr = p[h * kChunk + r];
+        const float pr = p[h * ps + r];
         float* __restrict__ a = acc + h * hd;
         for (int d = 0; d < hd; ++d) a[d] += pr * E::one(v + d);
       }
@@ -313,21 +369,137 @@ typedef uint32_t LaneIndex __attribute__((vector_size(sizeof(Lanes))));
   ((LaneIndex{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15} - static_cast<uint32_t>(lo)) < \
    static_cast<uint32_t>((hi) - (lo)))
 
-// One online-softmax step of head h over a chunk's scores (lanes outside
-// [lo, hi) are ignored): scoring shapes them, the running max and sum move,
-// the head's accumulator is rescaled, and the chunk's probabilities go to p.
-SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int hd, const AttnScoring* scoring, float* m,
-                                  float* l, float* __restrict__ acc, float* __restrict__ p_out) {
-  const LaneInts valid = SS_LANES_BETWEEN(lo, hi);
+// Scores of head h over one chunk of dimension-major K columns. Groups of
+// four or more heads score four at a time (block keeps the other three
+// until their turn), fewer one by one with four chains each.
+template <int HD, class E>
+SS_ALWAYS_INLINE Lanes head_chunk_scores(const float* q, int g, int h, const typename E::T* kc, int kc_stride, int hd,
+                                         float scale, Lanes* block) {
+  // Small heads (8, 16): loading and converting the K rows costs more than
+  // the multiply-adds, so even two or three heads share each row.
+  constexpr bool kSmall = HD > 0 && HD <= 16;
+  if (g == 1 || (g < 4 && !kSmall)) return chunk_scores<HD, E>(q + h * hd, kc, kc_stride, hd, scale);
+  if (h % 4 == 0) {
+    const int nh = g - h < 4 ? g - h : 4;
+    if (nh == 4)
+      chunk_scores_heads<HD, 4, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nh == 3)
+      chunk_scores_heads<HD, 3, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nh == 2)
+      chunk_scores_heads<HD, 2, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else
+      chunk_scores_heads<HD, 1, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+  }
+  return block[h % 4];
+}
+
+// Score shaping (soft-capping, ALiBi from the run's col0) and masking of
+// lanes outside [lo, hi) to -inf, for one chunk of head h.
+SS_ALWAYS_INLINE Lanes shape_scores(Lanes sc, int lo, int hi, int h, int r0, float col0, const AttnScoring* scoring) {
   if (scoring) {
     if (const float cap = scoring->softcap; cap > 0)
       for (int r = 0; r < kChunk; ++r) sc[r] = cap * std::tanh(sc[r] / cap);
     if (scoring->slopes) {
       const Lanes lane_f = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-      sc += scoring->slopes[h] * (lane_f + (scoring->col0 + static_cast<float>(r0)));
+      sc += scoring->slopes[h] * (lane_f + (col0 + static_cast<float>(r0)));
     }
   }
-  sc = valid ? sc : Lanes{} - INFINITY;
+  return SS_LANES_BETWEEN(lo, hi) ? sc : Lanes{} - INFINITY;
+}
+
+// One chunk of a span: keys [r0 + lo, r0 + hi) of run `run`.
+struct SpanPiece {
+  int run, r0, lo, hi;
+};
+
+// Online softmax over a list of runs of dimension-major float-type blocks, a
+// span of up to kAttnSpan keys at a time: (1) every chunk's scores for the g
+// heads into p [g][kAttnSpan], masked lanes -inf; (2) per head, one max over
+// the span (the running max and sum, and the accumulator if the max moved,
+// are updated once per span, not per chunk), exp and a lane-wise sum; (3) the
+// V rows of each chunk, read once for the group. HD > 0: the head size is a
+// compile-time constant, so the per-key loops unroll fully (heads are small:
+// 8 to 128); HD == 0: any size. E: the cache's element type, converted to
+// float as it is loaded.
+template <int HD, class E>
+SS_ALWAYS_INLINE void span_update(int g, const KvRun* runs, int n_runs, int hd_runtime, float scale, float* m, float* l,
+                                  float* __restrict__ acc, float* __restrict__ scratch, const AttnScoring* scoring) {
+  using T = typename E::T;
+  const int hd = HD > 0 ? HD : hd_runtime;
+  float* __restrict__ p = scratch;                               // [g][kAttnSpan]
+  float* __restrict__ pad = scratch + g * (kAttnSpan + kChunk);  // [hd][kChunk]
+  SpanPiece pieces[kAttnSpan / kChunk];
+  int ri = 0, r0 = n_runs > 0 ? runs[0].first - runs[0].first % kChunk : 0;
+  while (ri < n_runs) {
+    // (1) Scores of up to kAttnSpan / kChunk chunks.
+    int np = 0;
+    while (ri < n_runs && np < kAttnSpan / kChunk) {
+      const KvRun& run = runs[ri];
+      const int end = run.first + run.count;
+      const int lo = std::max(run.first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
+      const T* kc = static_cast<const T*>(run.kv.k) + static_cast<long>(run.kv.elem0) * run.kv.col_stride + r0;
+      // The chunk's lanes run past the columns: the valid ones are copied
+      // out (as floats), so no lane reads past them.
+      const bool padded = r0 + kChunk > run.kv.col_stride;
+      if (padded)
+        for (int d = 0; d < hd; ++d)
+          for (int r = 0; r < kChunk; ++r)
+            pad[d * kChunk + r] = r >= lo && r < hi ? E::one(kc + static_cast<long>(d) * run.kv.col_stride + r) : 0.0f;
+      Lanes block[4];
+      for (int h = 0; h < g; ++h) {
+        const Lanes sc = padded ? head_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
+                                : head_chunk_scores<HD, E>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
+        const Lanes shaped = shape_scores(sc, lo, hi, h, r0, run.col0, scoring);
+        std::memcpy(p + h * kAttnSpan + np * kChunk, &shaped, sizeof shaped);
+      }
+      pieces[np++] = SpanPiece{ri, r0, lo, hi};
+      r0 += kChunk;
+      if (r0 >= end && ++ri < n_runs) r0 = runs[ri].first - runs[ri].first % kChunk;
+    }
+    // (2) Softmax bookkeeping once per head and span.
+    for (int h = 0; h < g; ++h) {
+      float* ph = p + h * kAttnSpan;
+      Lanes vmax = load_lanes(ph);
+      for (int c = 1; c < np; ++c) {
+        const Lanes x = load_lanes(ph + c * kChunk);
+        vmax = x > vmax ? x : vmax;
+      }
+      const float mx = std::max(lanes_max(vmax), m[h]);
+      if (mx != m[h]) {
+        const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
+        m[h] = mx;
+        l[h] *= corr;
+        float* __restrict__ a = acc + h * hd;
+        for (int d = 0; d < hd; ++d) a[d] *= corr;
+      }
+      Lanes vsum = {};
+      for (int c = 0; c < np; ++c) {
+        const Lanes x = load_lanes(ph + c * kChunk);
+        const Lanes e = x == Lanes{} - INFINITY ? Lanes{} : exp_nonpositive(x - mx);
+        vsum += e;
+        std::memcpy(ph + c * kChunk, &e, sizeof e);
+      }
+      l[h] += lanes_sum(vsum);
+    }
+    // (3) The chunks' V rows.
+    for (int c = 0; c < np; ++c) {
+      const SpanPiece& pc = pieces[c];
+      const KvRun& run = runs[pc.run];
+      const int vs = static_cast<int>(run.kv.row_bytes / sizeof(T));
+      const T* v = static_cast<const T*>(run.kv.v) + run.kv.elem0 + static_cast<long>(pc.r0 + pc.lo) * vs;
+      accumulate_chunk<HD, E>(p + c * kChunk + pc.lo, kAttnSpan, g, v, vs, pc.hi - pc.lo, hd, acc);
+    }
+  }
+}
+
+// One online-softmax step of head h over a chunk's scores (lanes outside
+// [lo, hi) are ignored): scoring shapes them, the running max and sum move,
+// the head's accumulator is rescaled, and the chunk's probabilities go to
+// p_out. The quantized types' per-chunk path.
+SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int hd, const AttnScoring* scoring, float* m,
+                                  float* l, float* __restrict__ acc, float* __restrict__ p_out) {
+  sc = shape_scores(sc, lo, hi, h, r0, scoring ? scoring->col0 : 0.0f, scoring);
+  const LaneInts valid = SS_LANES_BETWEEN(lo, hi);
   const float mx = std::max(lanes_max(sc), m[h]);
   const Lanes p = valid ? exp_nonpositive(sc - mx) : Lanes{};
   std::memcpy(p_out, &p, sizeof p);
@@ -345,63 +517,6 @@ SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int h
   if (corr != 1.0f) {
     float* __restrict__ a = acc + h * hd;
     for (int d = 0; d < hd; ++d) a[d] *= corr;
-  }
-}
-
-// Scores of head h over one chunk of dimension-major K columns. Groups of
-// four or more heads score four at a time (block keeps the other three
-// until their turn), fewer one by one with four chains each.
-template <int HD, class E>
-SS_ALWAYS_INLINE Lanes head_chunk_scores(const float* q, int g, int h, const typename E::T* kc, int kc_stride, int hd,
-                                         float scale, Lanes* block) {
-  if (g < 4) return chunk_scores<HD, E>(q + h * hd, kc, kc_stride, hd, scale);
-  if (h % 4 == 0) {
-    const int nh = g - h < 4 ? g - h : 4;
-    if (nh == 4)
-      chunk_scores_heads<HD, 4, E>(q + h * hd, kc, kc_stride, hd, scale, block);
-    else if (nh == 3)
-      chunk_scores_heads<HD, 3, E>(q + h * hd, kc, kc_stride, hd, scale, block);
-    else if (nh == 2)
-      chunk_scores_heads<HD, 2, E>(q + h * hd, kc, kc_stride, hd, scale, block);
-    else
-      chunk_scores_heads<HD, 1, E>(q + h * hd, kc, kc_stride, hd, scale, block);
-  }
-  return block[h % 4];
-}
-
-// HD > 0: the head size is a compile-time constant, so the per-key loops
-// unroll fully (heads are small: 8 to 128); HD == 0: any size. Keys go in
-// chunks of kChunk lanes aligned to the start of the columns: scores across
-// the chunk's lanes for each query head (lanes outside [first, first +
-// count) read but masked to -inf), then one online-softmax step per head,
-// then the valid lanes' V rows, each read once for the whole group. E: the
-// cache's element type, converted to float as it is loaded.
-template <int HD, class E>
-SS_ALWAYS_INLINE void online_update(const float* q, int g, const typename E::T* k_cols, int col_stride,
-                                    const typename E::T* v_rows, int v_stride, int first, int count, int hd_runtime,
-                                    float scale, float* m, float* l, float* __restrict__ acc,
-                                    float* __restrict__ scratch, const AttnScoring* scoring) {
-  const int hd = HD > 0 ? HD : hd_runtime;
-  const int end = first + count;
-  for (int r0 = first - first % kChunk; r0 < end; r0 += kChunk) {
-    const int lo = std::max(first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
-    const typename E::T* kc = k_cols + r0;
-    // The chunk's lanes run past the columns: the valid ones are copied out
-    // (as floats), so no lane reads past them.
-    const bool padded = r0 + kChunk > col_stride;
-    float* __restrict__ pad = scratch + g * kChunk;
-    if (padded)
-      for (int d = 0; d < hd; ++d)
-        for (int r = 0; r < kChunk; ++r)
-          pad[d * kChunk + r] = r >= lo && r < hi ? E::one(kc + static_cast<long>(d) * col_stride + r) : 0.0f;
-    Lanes block[4];
-    for (int h = 0; h < g; ++h) {
-      const Lanes sc = padded ? head_chunk_scores<HD, F32Elems>(q, g, h, pad, kChunk, hd, scale, block)
-                              : head_chunk_scores<HD, E>(q, g, h, kc, col_stride, hd, scale, block);
-      online_step(sc, lo, hi, h, r0, hd, scoring, m, l, acc, scratch + h * kChunk);
-    }
-    accumulate_chunk<HD, E>(scratch + lo, g, v_rows + static_cast<long>(r0 + lo) * v_stride, v_stride, hi - lo, hd,
-                            acc);
   }
 }
 
@@ -485,82 +600,83 @@ SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* 
       return CALL(0);             \
   }
 
-SS_CLONE_IMPL void attn_online_update_impl(const float* q, int g, const float* k_cols, int col_stride,
-                                           const float* v_rows, int v_stride, int first, int count, int hd, float scale,
-                                           float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring) {
-#define SS_ONLINE(HD)                                                                                                  \
-  online_update<HD, F32Elems>(q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, \
-                              scoring)
-  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-#undef SS_ONLINE
-}
-
-// A float-type block (K dimension-major) read through element loader E.
+// Float-type blocks (K dimension-major) read through element loader E.
 template <class E>
-SS_ALWAYS_INLINE void online_update_float(const float* q, int g, const KvHeadView& kv, int first, int count, int hd,
-                                          float scale, float* m, float* l, float* acc, float* scratch,
-                                          const AttnScoring* sc) {
-  using T = typename E::T;
-  const T* k = static_cast<const T*>(kv.k) + static_cast<long>(kv.elem0) * kv.col_stride;
-  const T* v = static_cast<const T*>(kv.v) + kv.elem0;
-  const int vs = static_cast<int>(kv.row_bytes / sizeof(T));
-#define SS_ONLINE(HD) \
-  online_update<HD, E>(q, g, k, kv.col_stride, v, vs, first, count, hd, scale, m, l, acc, scratch, sc)
-  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-#undef SS_ONLINE
+SS_ALWAYS_INLINE void runs_float(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
+                                 float* acc, float* scratch, const AttnScoring* sc) {
+#define SS_SPAN(HD) span_update<HD, E>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc)
+  SS_BY_HEAD_SIZE(hd, SS_SPAN)
+#undef SS_SPAN
 }
 
-// A Q8_0 / Q4_0 block (K token-major in ggml blocks).
+// Q8_0 / Q4_0 blocks (K token-major in ggml blocks): run by run, chunk by chunk.
 template <GgmlType QT>
-SS_ALWAYS_INLINE void online_update_blocks(const float* q, int g, const KvHeadView& kv, int first, int count, int hd,
-                                           float scale, float* m, float* l, float* acc, float* scratch,
-                                           const AttnScoring* sc) {
-  const auto* k = static_cast<const uint8_t*>(kv.k);
-  const auto* v = static_cast<const uint8_t*>(kv.v);
-#define SS_ONLINE(HD) \
-  online_update_quant<HD, QT>(q, g, k, v, kv.row_bytes, kv.elem0, first, count, hd, scale, m, l, acc, scratch, sc)
-  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+SS_ALWAYS_INLINE void runs_blocks(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
+                                  float* acc, float* scratch, const AttnScoring* scoring) {
+  for (int i = 0; i < n_runs; ++i) {
+    const KvRun& run = runs[i];
+    AttnScoring sc;
+    if (scoring) {
+      sc = *scoring;
+      sc.col0 = run.col0;
+    }
+    const auto* k = static_cast<const uint8_t*>(run.kv.k);
+    const auto* v = static_cast<const uint8_t*>(run.kv.v);
+#define SS_ONLINE(HD)                                                                                                \
+  online_update_quant<HD, QT>(run.q, g, k, v, run.kv.row_bytes, run.kv.elem0, run.first, run.count, hd, scale, m, l, \
+                              acc, scratch, scoring ? &sc : nullptr)
+    [&] { SS_BY_HEAD_SIZE(hd, SS_ONLINE) }();
 #undef SS_ONLINE
+  }
 }
 
-SS_CLONE_IMPL void attn_online_update_kv_clone_impl(const float* q, int g, const KvHeadView& kv, int first, int count,
-                                                    int hd, float scale, float* m, float* l, float* acc, float* scratch,
-                                                    const AttnScoring* sc) {
-  switch (kv.type) {
+SS_CLONE_IMPL void attn_online_update_runs_clone_impl(int g, const KvRun* runs, int n_runs, int hd, float scale,
+                                                      float* m, float* l, float* acc, float* scratch,
+                                                      const AttnScoring* sc) {
+  switch (runs[0].kv.type) {
     case GgmlType::F32:
-      return online_update_float<F32Elems>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
+      return runs_float<F32Elems>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
     case GgmlType::F16:
-      return online_update_float<F16Elems>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
+      return runs_float<F16Elems>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
     case GgmlType::BF16:
-      return online_update_float<BF16Elems>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
+      return runs_float<BF16Elems>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
     case GgmlType::Q8_0:
-      return online_update_blocks<GgmlType::Q8_0>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
+      return runs_blocks<GgmlType::Q8_0>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
     case GgmlType::Q4_0:
-      return online_update_blocks<GgmlType::Q4_0>(q, g, kv, first, count, hd, scale, m, l, acc, scratch, sc);
+      return runs_blocks<GgmlType::Q4_0>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
     default:
       break;
   }
 }
 #undef SS_BY_HEAD_SIZE
+
+SS_CLONED(void, attn_online_update_runs_clone,
+          (int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc, float* scratch,
+           const AttnScoring* scoring),
+          (g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring))
 }  // namespace
 
-SS_CLONED(void, attn_online_update,
-          (const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride, int first,
-           int count, int hd, float scale, float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring),
-          (q, g, k_cols, col_stride, v_rows, v_stride, first, count, hd, scale, m, l, acc, scratch, scoring))
-
-namespace {
-SS_CLONED(void, attn_online_update_kv_clone,
-          (const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale, float* m, float* l,
-           float* acc, float* scratch, const AttnScoring* scoring),
-          (q, g, kv, first, count, hd, scale, m, l, acc, scratch, scoring))
-}  // namespace
+void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc,
+                             float* scratch, const AttnScoring* scoring) {
+  if (n_runs <= 0) return;
+  const GgmlType type = runs[0].kv.type;
+  SS_CHECK_MSG(kv_k_dim_major(type) || type == GgmlType::Q8_0 || type == GgmlType::Q4_0,
+               "attention: unsupported KV cache type");
+  for (int i = 1; i < n_runs; ++i) SS_CHECK_MSG(runs[i].kv.type == type, "attention: runs of mixed KV cache types");
+  attn_online_update_runs_clone(g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring);
+}
 
 void attn_online_update_kv(const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale,
                            float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring) {
-  SS_CHECK_MSG(kv_k_dim_major(kv.type) || kv.type == GgmlType::Q8_0 || kv.type == GgmlType::Q4_0,
-               "attention: unsupported KV cache type");
-  attn_online_update_kv_clone(q, g, kv, first, count, hd, scale, m, l, acc, scratch, scoring);
+  const KvRun run{kv, q, first, count, scoring ? scoring->col0 : 0.0f};
+  attn_online_update_runs(g, &run, 1, hd, scale, m, l, acc, scratch, scoring);
+}
+
+void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride,
+                        int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch,
+                        const AttnScoring* scoring) {
+  const KvHeadView kv{GgmlType::F32, k_cols, v_rows, col_stride, static_cast<size_t>(v_stride) * sizeof(float), 0};
+  attn_online_update_kv(q, g, kv, first, count, hd, scale, m, l, acc, scratch, scoring);
 }
 
 void kv_decode_head(const KvHeadView& kv, int first, int count, int hd, float* k_out, float* v_out) {

@@ -5,16 +5,20 @@
 // baseline x86-64, picked at each call within the CPU cap (ops/clones.h);
 // the scalar versions are the reference twins used by tests. The clones
 // agree with each other and the twins within float rounding (FMA or not),
-// not bit for bit; on one CPU and cap, results do not depend on how keys
-// are split across calls into whole chunks or on thread count.
+// not bit for bit; on one CPU and cap, results depend only on the list of
+// runs a call is given (not on thread count or what ran before).
 #include <cstddef>
 
 #include "format/ggml_types.h"
 
 namespace ss {
 
-// Keys are scored kAttnChunk at a time (one vector's worth on AVX-512).
+// Keys are scored kAttnChunk at a time (one vector's worth on AVX-512), and
+// the softmax's running max and sum move once per span of up to kAttnSpan
+// keys (float-type caches), so small heads do not pay a horizontal max, sum
+// and rescale every 16 keys.
 inline constexpr int kAttnChunk = 16;
+inline constexpr int kAttnSpan = 256;
 
 // scores[r] = scale * sum_d q[d] * k_cols[d*col_stride + r] for r < count.
 void attn_scores(const float* q, const float* k_cols, int col_stride, int count, int hd, float scale, float* scores);
@@ -33,7 +37,7 @@ void softmax(float* x, int n);
 // m[h], running sum l[h] and the unnormalised output acc[h*hd..]; start from
 // attn_online_init, end with attn_online_finish. scratch holds
 // attn_scratch_floats(g, hd) floats.
-inline int attn_scratch_floats(int g, int hd) { return (g + hd) * kAttnChunk; }
+inline int attn_scratch_floats(int g, int hd) { return g * (kAttnSpan + kAttnChunk) + hd * kAttnChunk; }
 void attn_online_init(int g, int hd, float* m, float* l, float* acc);
 // As attn_online_init, with one extra logit per head in the softmax
 // denominator (a virtual key with zero value: gpt-oss's learned sinks,
@@ -74,6 +78,21 @@ inline bool kv_k_dim_major(GgmlType t) { return t == GgmlType::F32 || t == GgmlT
 // decoded in registers as it is read (no dequantised copy of the block).
 void attn_online_update_kv(const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale,
                            float* m, float* l, float* acc, float* scratch, const AttnScoring* scoring = nullptr);
+// A run of keys for attn_online_update_runs: keys [first, first + count) of
+// one block, scored with query q ([g][hd]: the sinks may see another query
+// than the window), ALiBi's col0 as in AttnScoring (the scoring argument's
+// col0 is ignored).
+struct KvRun {
+  KvHeadView kv;
+  const float* q = nullptr;
+  int first = 0, count = 0;
+  float col0 = 0.0f;
+};
+// attn_online_update_kv over every run of a query in one call (all of one
+// cache type): float-type caches score spans of kAttnSpan keys across runs,
+// so the softmax bookkeeping is per span, not per 16-key block.
+void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc,
+                             float* scratch, const AttnScoring* scoring = nullptr);
 // The head's K and V elements of keys [first, first + count) as floats:
 // k_out [hd][count] (dimension-major), v_out [count][hd]. For the inspector
 // and the tests' twins.

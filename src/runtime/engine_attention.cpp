@@ -53,6 +53,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
   // window runs of the paged cache together, online softmax, no gather.
   auto run = [&](size_t begin, size_t end) {
     thread_local std::vector<float> m, l, acc, scratch, head_sinks;
+    thread_local std::vector<KvRun> runs;
     m.resize(static_cast<size_t>(group));
     l.resize(static_cast<size_t>(group));
     acc.resize(static_cast<size_t>(group) * hd);
@@ -77,21 +78,21 @@ void Engine::attention(int layer, const RoundBatch& b) {
               a.sink_logits[static_cast<size_t>(s * c.n_heads + kvh * group + h)];
       attn_online_init_sinks(group, hd, head_sinks.data(), a.n_sink_logits, m.data(), l.data(), acc.data());
       const CachePositions cp{pol, pos};
+      // The sinks' and the window's runs in one list, one kernel call.
+      runs.clear();
       auto visit = [&](const float* q) {
         return [&, q](BlockId blk, int off, int count, int64_t first) {
-          AttnScoring sc;
-          sc.softcap = c.attn_softcap;
-          if (alibi) {
-            sc.slopes = alibi_slopes_.data() + kvh * group;
-            sc.col0 = static_cast<float>(cp.k(first) - off - cp.q());
-          }
-          attn_online_update_kv(q, group, a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), off, count, hd,
-                                a.scale, m.data(), l.data(), acc.data(), scratch.data(),
-                                alibi || sc.softcap > 0 ? &sc : nullptr);
+          const float col0 = alibi ? static_cast<float>(cp.k(first) - off - cp.q()) : 0.0f;
+          runs.push_back(KvRun{a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), q, off, count, col0});
         };
       };
       seq.for_each_run(0, n_sinks, visit(qsink));
       if (pos >= w0) seq.for_each_run(w0, pos + 1, visit(qt));
+      AttnScoring sc;
+      sc.softcap = c.attn_softcap;
+      if (alibi) sc.slopes = alibi_slopes_.data() + kvh * group;
+      attn_online_update_runs(group, runs.data(), static_cast<int>(runs.size()), hd, a.scale, m.data(), l.data(),
+                              acc.data(), scratch.data(), alibi || sc.softcap > 0 ? &sc : nullptr);
       attn_online_finish(group, hd, l.data(), acc.data(), att_.data() + q_off);
     }
   };

@@ -194,7 +194,9 @@ def main():
     }
     print(json.dumps(report))
     for m in mismatches[:5]:
-        print("mismatch:", m, file=sys.stderr)
+        # Which replica answered each of that session's turns, after how many retries.
+        path = [(l[1], l[3], l[4], l[5]) for l in sorted(log) if l[0] == m[0]]
+        print("mismatch:", m, "turns (turn, replica, retries, replayed):", path, file=sys.stderr)
     ok = report["lost_turns"] == 0 and not lost and not mismatches and len(log) == SESSIONS * TURNS
     return 0 if ok else 1
 

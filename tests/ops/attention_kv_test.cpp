@@ -111,6 +111,74 @@ void check_TypedBlocksMatchDequantizedTwin() {
 
 TEST(AttentionKv, TypedBlocksMatchDequantizedTwin) { test::at_every_cpu_level(check_TypedBlocksMatchDequantizedTwin); }
 
+// One call over a query's whole run list, as the engine makes it: partial
+// runs over 24 blocks of 16 keys (more than one kAttnSpan span, spans that
+// start and end inside runs), the first two runs (the "sinks") scored with
+// another query than the rest, ALiBi slopes with each run's own col0, and
+// soft-capping; against the scalar two-pass twin over the concatenated keys.
+void check_RunListMatchesTwoPassTwin() {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (GgmlType type : kTypes)
+    for (int hd : {8, 16, 13, 64})
+      for (int g : {1, 2, 3, 5})
+        for (int shaping = 0; shaping < 3; ++shaping) {  // none, ALiBi, softcap + ALiBi
+          const int heads = 2, kv_dim = (hd * heads + 31) / 32 * 32, bt = 16, n_blocks = 24;
+          std::vector<TypedBlock> blocks;
+          for (int b = 0; b < n_blocks; ++b) blocks.emplace_back(type, bt, kv_dim, rng);
+          const int elem0 = hd;  // the second KV head
+          std::vector<float> q_sink(static_cast<size_t>(g) * hd), q_win(q_sink.size()), slopes(static_cast<size_t>(g));
+          for (auto& x : q_sink) x = u(rng);
+          for (auto& x : q_win) x = u(rng);
+          for (auto& x : slopes) x = 0.05f + 0.1f * std::abs(u(rng));
+          AttnScoring scoring;
+          if (shaping >= 1) scoring.slopes = slopes.data();
+          if (shaping == 2) scoring.softcap = 3.0f;
+          std::vector<KvRun> runs;
+          std::vector<float> col0s;
+          float pos = -400;  // cache distance of the next key to the query
+          for (int b = 0; b < n_blocks; ++b) {
+            const int first = (b * 7) % 5, count = bt - first - (b % 3);
+            runs.push_back(KvRun{blocks[static_cast<size_t>(b)].view(elem0), b < 2 ? q_sink.data() : q_win.data(),
+                                 first, count, pos - static_cast<float>(first)});
+            pos += static_cast<float>(count);
+          }
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+              scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
+          attn_online_init(g, hd, m.data(), l.data(), acc.data());
+          attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, scale, m.data(), l.data(),
+                                  acc.data(), scratch.data(), shaping ? &scoring : nullptr);
+          attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+          for (int h = 0; h < g; ++h) {
+            std::vector<float> p, vr;
+            for (const KvRun& run : runs) {
+              const auto& blk = blocks[static_cast<size_t>(&run - runs.data())];
+              std::vector<float> kc(static_cast<size_t>(hd) * run.count), vv(static_cast<size_t>(run.count) * hd),
+                  sc(static_cast<size_t>(run.count));
+              kv_decode_head(blk.view(elem0), run.first, run.count, hd, kc.data(), vv.data());
+              attn_scores_scalar(run.q + h * hd, kc.data(), run.count, run.count, hd, scale, sc.data());
+              for (int r = 0; r < run.count; ++r) {
+                float x = sc[static_cast<size_t>(r)];
+                if (shaping == 2) x = 3.0f * std::tanh(x / 3.0f);
+                if (shaping >= 1) x += slopes[static_cast<size_t>(h)] * (run.col0 + static_cast<float>(run.first + r));
+                p.push_back(x);
+              }
+              vr.insert(vr.end(), vv.begin(), vv.end());
+            }
+            softmax_scalar(p.data(), static_cast<int>(p.size()));
+            std::vector<float> want(static_cast<size_t>(hd), 0.0f);
+            attn_accumulate_scalar(p.data(), vr.data(), hd, static_cast<int>(p.size()), hd, want.data());
+            for (int d = 0; d < hd; ++d)
+              ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
+                  << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " g=" << g << " shaping=" << shaping
+                  << " h=" << h << " d=" << d;
+          }
+        }
+}
+
+TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_cpu_level(check_RunListMatchesTwoPassTwin); }
+
 // Half floats' edge values (subnormals, infinities and their neighbours)
 // convert exactly in the vector path: V = identity rows read back through a
 // one-key attention (probability 1).
@@ -121,10 +189,11 @@ void check_HalfConversionIsExactAtEdges() {
   std::vector<uint8_t> k(2 * hd, 0), v(2 * hd);
   std::memcpy(v.data(), bits, sizeof bits);
   const float q[hd] = {};
-  float m, l, acc[hd], out[hd], scratch[(1 + hd) * kAttnChunk];
+  float m, l, acc[hd], out[hd];
+  std::vector<float> scratch(static_cast<size_t>(attn_scratch_floats(1, hd)));
   attn_online_init(1, hd, &m, &l, acc);
   attn_online_update_kv(q, 1, KvHeadView{GgmlType::F16, k.data(), v.data(), 1, 2 * hd, 0}, 0, 1, hd, 1.0f, &m, &l, acc,
-                        scratch);
+                        scratch.data());
   attn_online_finish(1, hd, &l, acc, out);
   for (int d = 0; d < hd; ++d) {
     float want;
