@@ -13,6 +13,7 @@
 #include "kv/block_pool.h"
 #include "kv/h2o_lane.h"
 #include "kv/policy.h"
+#include "util/check.h"
 #include "util/result.h"
 
 namespace ss {
@@ -64,15 +65,35 @@ class SequenceKv {
   // Calls fn(block, first_offset, count, first_text_index) for maximal runs
   // of consecutive text indices [begin, end) that sit contiguously in one
   // block, so readers walk KV rows without per-token lookups.
+  // Window runs after the first start a block: the next entry of the table
+  // (around the ring), not another slot() lookup with its divisions (decode
+  // of a small model walks hundreds of runs per token).
   template <typename Fn>
   void for_each_run(int64_t begin, int64_t end, Fn&& fn) const {
-    while (begin < end) {
+    const int64_t B = pool_.block_tokens();
+    while (begin < end && begin < policy_.sinks) {
       const KvSlot s = slot(begin);
-      int64_t n = pool_.block_tokens() - s.offset;
-      if (begin < policy_.sinks && end > policy_.sinks) n = std::min<int64_t>(n, policy_.sinks - begin);
-      n = std::min<int64_t>(n, end - begin);
+      const int64_t n = std::min({B - s.offset, policy_.sinks - begin, end - begin});
       fn(s.block, s.offset, static_cast<int>(n), begin);
       begin += n;
+    }
+    if (begin >= end) return;
+    const KvSlot first = slot(begin);  // checks the policy and the entry
+    int64_t r = begin - policy_.sinks;
+    if (ring_tokens_ > 0) r %= ring_tokens_;
+    size_t entry = static_cast<size_t>(r / B);
+    int64_t offset = first.offset;
+    while (begin < end) {
+      const BlockId b = window_blocks_[entry];
+      SS_CHECK(b >= 0);
+      const int64_t n = std::min(B - offset, end - begin);
+      fn(b, static_cast<int>(offset), static_cast<int>(n), begin);
+      begin += n;
+      offset = 0;
+      if (++entry == window_blocks_.size()) {
+        SS_CHECK(ring_tokens_ > 0 || begin >= end);
+        entry = 0;
+      }
     }
   }
 

@@ -421,10 +421,14 @@ struct SpanPiece {
 // compile-time constant, so the per-key loops unroll fully (heads are small:
 // 8 to 128); HD == 0: any size. E: the cache's element type, converted to
 // float as it is loaded.
-template <int HD, class E>
-SS_ALWAYS_INLINE void span_update(int g, const KvRun* runs, int n_runs, int hd_runtime, float scale, float* m, float* l,
-                                  float* __restrict__ acc, float* __restrict__ scratch, const AttnScoring* scoring) {
+// G > 0: the group size is a compile-time constant too (small heads, where
+// the per-head branches cost as much as the arithmetic).
+template <int HD, class E, int G = 0>
+SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, int hd_runtime, float scale, float* m,
+                                  float* l, float* __restrict__ acc, float* __restrict__ scratch,
+                                  const AttnScoring* scoring) {
   using T = typename E::T;
+  const int g = G > 0 ? G : g_runtime;
   const int hd = HD > 0 ? HD : hd_runtime;
   float* __restrict__ p = scratch;                               // [g][kAttnSpan]
   float* __restrict__ pad = scratch + g * (kAttnSpan + kChunk);  // [hd][kChunk]
@@ -604,6 +608,16 @@ SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* 
 template <class E>
 SS_ALWAYS_INLINE void runs_float(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
                                  float* acc, float* scratch, const AttnScoring* sc) {
+  if (hd == 8) switch (g) {
+      case 1:
+        return span_update<8, E, 1>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      case 2:
+        return span_update<8, E, 2>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      case 4:
+        return span_update<8, E, 4>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      default:
+        break;
+    }
 #define SS_SPAN(HD) span_update<HD, E>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc)
   SS_BY_HEAD_SIZE(hd, SS_SPAN)
 #undef SS_SPAN

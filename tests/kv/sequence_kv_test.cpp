@@ -22,6 +22,40 @@ void stream(SequenceKv& s, int64_t n, int chunk) {
   }
 }
 
+// for_each_run's runs are exactly the per-token slots, in order, split only
+// where a block ends or the sinks end: over the sinks and the visible window
+// of every position of a stream that wraps its ring several times.
+TEST(SequenceKv, RunsAreTheSlotsSplitAtBlockAndSinkEnds) {
+  for (int bt : {4, 16})
+    for (const KvPolicy& p : {KvPolicy::sinks_window(4, 10), KvPolicy::sinks_window(5, 13),
+                              KvPolicy::sinks_window(0, 7), KvPolicy::sliding_layer(8), KvPolicy::dense()}) {
+      auto pool = make_pool(256, bt);
+      SequenceKv s(pool, p, 3);
+      for (int64_t pos = 0; pos < 120; ++pos) {
+        stream(s, 1, 1);
+        const int64_t w0 = p.first_window_key(pos);
+        for (auto [begin, end] :
+             {std::pair<int64_t, int64_t>{0, std::min<int64_t>(p.sinks, pos + 1)},
+              std::pair<int64_t, int64_t>{std::max(w0, std::min<int64_t>(p.sinks, pos + 1)), pos + 1}}) {
+          int64_t next = begin;
+          s.for_each_run(begin, end, [&](BlockId b, int off, int count, int64_t first) {
+            ASSERT_EQ(first, next) << p.name();
+            ASSERT_GT(count, 0);
+            for (int k = 0; k < count; ++k) {
+              const KvSlot want = s.slot(first + k);
+              ASSERT_EQ(want.block, b) << p.name() << " bt=" << bt << " pos=" << pos << " u=" << first + k;
+              ASSERT_EQ(want.offset, off + k);
+            }
+            const int64_t last = first + count;
+            if (last < end && last != p.sinks) ASSERT_EQ(s.slot(last).offset, 0) << "run not maximal";
+            next = last;
+          });
+          ASSERT_EQ(next, std::max(begin, end));
+        }
+      }
+    }
+}
+
 TEST(SequenceKv, RingWrapsAroundWithoutNewBlocks) {
   auto pool = make_pool(64);
   SequenceKv s(pool, KvPolicy::sinks_window(4, 10), 2);  // ring = 12 tokens = 3 blocks
