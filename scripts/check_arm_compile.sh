@@ -12,5 +12,5 @@ trap 'rm -rf "$out"' EXIT
 # architecture); the rest of /usr/include is shared by Debian's multiarch.
 mkdir -p "$out/inc" && ln -s /usr/include/hwy "$out/inc/hwy"
 ls src/*/*.cpp | xargs -P "$(nproc)" -I{} sh -c \
-  "$cxx -std=c++20 -O1 -Wall -Isrc -isystem '$out/inc' -c {} -o '$out/'\$(echo {} | tr / _).o || exit 255"
+  "$cxx -std=c++20 -O0 -Wall -Isrc -isystem '$out/inc' -c {} -o '$out/'\$(echo {} | tr / _).o || exit 255"
 echo "aarch64: $(ls "$out"/*.o | wc -l) objects compiled with $cxx"
