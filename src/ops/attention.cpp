@@ -623,24 +623,31 @@ SS_ALWAYS_INLINE void runs_float(int g, const KvRun* runs, int n_runs, int hd, f
 #undef SS_SPAN
 }
 
-// Q8_0 / Q4_0 blocks (K token-major in ggml blocks): run by run, chunk by chunk.
+// One run of a Q8_0 / Q4_0 block (K token-major in ggml blocks).
+template <GgmlType QT>
+SS_ALWAYS_INLINE void run_blocks(int g, const KvRun& run, int hd, float scale, float* m, float* l, float* acc,
+                                 float* scratch, const AttnScoring* sc) {
+  const auto* k = static_cast<const uint8_t*>(run.kv.k);
+  const auto* v = static_cast<const uint8_t*>(run.kv.v);
+#define SS_ONLINE(HD)                                                                                                \
+  online_update_quant<HD, QT>(run.q, g, k, v, run.kv.row_bytes, run.kv.elem0, run.first, run.count, hd, scale, m, l, \
+                              acc, scratch, sc)
+  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
+#undef SS_ONLINE
+}
+
+// Q8_0 / Q4_0 blocks: run by run, chunk by chunk (a plain function, not a
+// lambda, so it is inlined into each clone with the clone's instruction set).
 template <GgmlType QT>
 SS_ALWAYS_INLINE void runs_blocks(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
                                   float* acc, float* scratch, const AttnScoring* scoring) {
   for (int i = 0; i < n_runs; ++i) {
-    const KvRun& run = runs[i];
     AttnScoring sc;
     if (scoring) {
       sc = *scoring;
-      sc.col0 = run.col0;
+      sc.col0 = runs[i].col0;
     }
-    const auto* k = static_cast<const uint8_t*>(run.kv.k);
-    const auto* v = static_cast<const uint8_t*>(run.kv.v);
-#define SS_ONLINE(HD)                                                                                                \
-  online_update_quant<HD, QT>(run.q, g, k, v, run.kv.row_bytes, run.kv.elem0, run.first, run.count, hd, scale, m, l, \
-                              acc, scratch, scoring ? &sc : nullptr)
-    [&] { SS_BY_HEAD_SIZE(hd, SS_ONLINE) }();
-#undef SS_ONLINE
+    run_blocks<QT>(g, runs[i], hd, scale, m, l, acc, scratch, scoring ? &sc : nullptr);
   }
 }
 
