@@ -230,14 +230,30 @@ Status save_session(const std::string& dir, const SessionRecord& rec, const Mode
     ::unlink(tmp.c_str());
     return st;
   }
-  // Keep the previous good copy until the new one is in place; a newest file
-  // that is corrupt (torn, bit rot) must not replace a good .bak.
+  // Keep the previous good copy as .bak (a newest file that is corrupt —
+  // torn, bit rot — must not replace a good .bak). The path itself is never
+  // missing, not even for a moment: the old file becomes .bak through a
+  // second name (a hard link, or a copy where links are not supported), then
+  // the new one replaces it in one rename. Moving the old file away first
+  // left a window in which another replica's check, or a kill -9 of this
+  // one, saw no session at all and started it over from the request's text.
   if (::access(path.c_str(), F_OK) == 0) {
     if (auto old = load_one(path, fp); old.ok()) {
-      ::rename(path.c_str(), (path + ".bak").c_str());
-    } else {
-      ::unlink(path.c_str());
-      if (note) *note = "discarded " + old.error().message + " instead of keeping it as the backup";
+      const std::string bak = path + ".bak", bak_tmp = path + ".bak.tmp";
+      ::unlink(bak_tmp.c_str());
+      if (::link(path.c_str(), bak_tmp.c_str()) != 0) {
+        auto f = MappedFile::open(path);
+        const int bfd = f.ok() ? ::open(bak_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+        if (bfd >= 0) {
+          const auto b = f.value()->bytes();
+          const bool copied = write_all(bfd, std::vector<uint8_t>(b.begin(), b.end()), bak_tmp).ok();
+          ::close(bfd);
+          if (!copied) ::unlink(bak_tmp.c_str());
+        }
+      }
+      ::rename(bak_tmp.c_str(), bak.c_str());  // fails harmlessly when neither worked
+    } else if (note) {
+      *note = "discarded " + old.error().message + " instead of keeping it as the backup";
     }
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) return make_error(path + ": rename failed: " + std::strerror(errno));
@@ -265,6 +281,7 @@ Status remove_session(const std::string& dir, const std::string& id) {
   const std::string path = session_path(dir, id);
   ::unlink(path.c_str());
   ::unlink((path + ".bak").c_str());
+  ::unlink((path + ".bak.tmp").c_str());
   return ok_status();
 }
 

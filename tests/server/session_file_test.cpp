@@ -3,11 +3,14 @@
 #include "server/session_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include "test_paths.h"
 
@@ -134,6 +137,39 @@ TEST(SessionFile, TurnCountIsReadFromTheHeaderAlone) {
   EXPECT_EQ(peek_session_turns(dir + "/missing.session"), -1);
   std::ofstream(dir + "/junk") << "not a session file at all";
   EXPECT_EQ(peek_session_turns(dir + "/junk"), -1);
+  std::filesystem::remove_all(dir);
+}
+
+// A save replaces the file in one step: a reader (another replica checking
+// the store before a turn) never finds the session missing, and the previous
+// copy is still kept as .bak. Before, the old file was renamed away first, so
+// a reader in between (or a kill -9 there) saw no session and started it over.
+TEST(SessionFile, SavingNeverLeavesTheSessionMissing) {
+  const std::string dir = test::temp_path("atomic");
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(save_session(dir, sample(1), kFp).ok());
+  const std::string path = session_path(dir, "abc-1");
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> looks{0}, missing{0};
+  std::thread reader([&] {
+    struct stat st;
+    while (!done.load()) {
+      looks.fetch_add(1);
+      if (::stat(path.c_str(), &st) != 0) missing.fetch_add(1);
+    }
+  });
+  for (int t = 2; t < 300; ++t) ASSERT_TRUE(save_session(dir, sample(t), kFp).ok());
+  done = true;
+  reader.join();
+  EXPECT_GT(looks.load(), 300);
+  EXPECT_EQ(missing.load(), 0) << "of " << looks.load() << " looks";
+  auto now = load_session(path, kFp);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->turns, 299);
+  auto bak = load_session(path + ".bak", kFp);
+  ASSERT_TRUE(bak.ok());
+  EXPECT_EQ(bak->turns, 298);
+  EXPECT_FALSE(std::filesystem::exists(path + ".bak.tmp"));
   std::filesystem::remove_all(dir);
 }
 
