@@ -193,6 +193,8 @@ def main():
         "seconds": round(fleet_s, 1),
     }
     print(json.dumps(report))
+    for entry in lost[:5]:
+        print("lost (session, turn, last status):", entry, file=sys.stderr)
     for m in mismatches[:5]:
         # Which replica answered each of that session's turns, after how many retries.
         path = [(l[1], l[3], l[4], l[5]) for l in sorted(log) if l[0] == m[0]]
