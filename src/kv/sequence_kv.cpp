@@ -83,22 +83,27 @@ KvSlot SequenceKv::slot_at(int32_t s) const {
   return {b, s % B};
 }
 
+SequenceKv::WindowPos SequenceKv::window_pos(int64_t u) const {
+  SS_CHECK_MSG(!policy_.h2o(), "H2O places tokens per lane: use lane().visible() and slot_at()");
+  const int64_t B = pool_.block_tokens();
+  int64_t r = u - policy_.sinks;
+  if (ring_tokens_ > 0) r %= ring_tokens_;
+  SS_CHECK(r >= 0 && static_cast<size_t>(r / B) < window_blocks_.size());
+  return {static_cast<size_t>(r / B), static_cast<int>(r % B)};
+}
+
 KvSlot SequenceKv::slot(int64_t u) const {
   SS_CHECK_MSG(!policy_.h2o(), "H2O places tokens per lane: use lane().visible() and slot_at()");
   const int64_t B = pool_.block_tokens();
-  BlockId b;
-  int64_t r;
   if (u < policy_.sinks) {
-    b = sink_blocks_[static_cast<size_t>(u / B)];
-    r = u;
-  } else {
-    r = u - policy_.sinks;
-    if (ring_tokens_ > 0) r %= ring_tokens_;
-    SS_CHECK(static_cast<size_t>(r / B) < window_blocks_.size());
-    b = window_blocks_[static_cast<size_t>(r / B)];
+    const BlockId b = sink_blocks_[static_cast<size_t>(u / B)];
+    SS_CHECK(b >= 0);
+    return {b, static_cast<int>(u % B)};
   }
+  const WindowPos w = window_pos(u);
+  const BlockId b = window_blocks_[w.entry];
   SS_CHECK(b >= 0);
-  return {b, static_cast<int>(r % B)};
+  return {b, w.offset};
 }
 
 }  // namespace ss

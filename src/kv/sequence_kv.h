@@ -78,10 +78,8 @@ class SequenceKv {
       begin += n;
     }
     if (begin >= end) return;
-    const KvSlot first = slot(begin);  // checks the policy and the entry
-    int64_t r = begin - policy_.sinks;
-    if (ring_tokens_ > 0) r %= ring_tokens_;
-    size_t entry = static_cast<size_t>(r / B);
+    const WindowPos first = window_pos(begin);
+    size_t entry = first.entry;
     int64_t offset = first.offset;
     while (begin < end) {
       const BlockId b = window_blocks_[entry];
@@ -98,6 +96,13 @@ class SequenceKv {
   }
 
  private:
+  // Where window token u sits: its entry in window_blocks_ and its offset
+  // in that block (position-only policies, u >= sinks).
+  struct WindowPos {
+    size_t entry;
+    int offset;
+  };
+  WindowPos window_pos(int64_t u) const;
   BlockId* block_for(int64_t text_index);
   // A block for a table entry that has none (-1); a full pool is an error.
   Status hold(BlockId& entry);

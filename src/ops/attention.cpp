@@ -371,7 +371,8 @@ typedef uint32_t LaneIndex __attribute__((vector_size(sizeof(Lanes))));
 
 // Scores of head h over one chunk of dimension-major K columns. Groups of
 // four or more heads score four at a time (block keeps the other three
-// until their turn), fewer one by one with four chains each.
+// until their turn); smaller groups of heads up to 16 wide together too,
+// those of wider heads one by one with four chains each.
 template <int HD, class E>
 SS_ALWAYS_INLINE Lanes head_chunk_scores(const float* q, int g, int h, const typename E::T* kc, int kc_stride, int hd,
                                          float scale, Lanes* block) {
@@ -430,8 +431,8 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
   using T = typename E::T;
   const int g = G > 0 ? G : g_runtime;
   const int hd = HD > 0 ? HD : hd_runtime;
-  float* __restrict__ p = scratch;                               // [g][kAttnSpan]
-  float* __restrict__ pad = scratch + g * (kAttnSpan + kChunk);  // [hd][kChunk]
+  float* __restrict__ p = scratch;                    // [g][kAttnSpan]
+  float* __restrict__ pad = scratch + g * kAttnSpan;  // [hd][kChunk]
   SpanPiece pieces[kAttnSpan / kChunk];
   int ri = 0, r0 = n_runs > 0 ? runs[0].first - runs[0].first % kChunk : 0;
   while (ri < n_runs) {

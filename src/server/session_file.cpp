@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <span>
 
 #include "util/byte_reader.h"
 #include "util/byte_writer.h"
@@ -31,7 +32,7 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   return h;
 }
 
-Status write_all(int fd, const std::vector<uint8_t>& b, const std::string& path) {
+Status write_all(int fd, std::span<const uint8_t> b, const std::string& path) {
   size_t off = 0;
   while (off < b.size()) {
     const ssize_t n = ::write(fd, b.data() + off, b.size() - off);
@@ -245,8 +246,7 @@ Status save_session(const std::string& dir, const SessionRecord& rec, const Mode
         auto f = MappedFile::open(path);
         const int bfd = f.ok() ? ::open(bak_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
         if (bfd >= 0) {
-          const auto b = f.value()->bytes();
-          const bool copied = write_all(bfd, std::vector<uint8_t>(b.begin(), b.end()), bak_tmp).ok();
+          const bool copied = write_all(bfd, f.value()->bytes(), bak_tmp).ok();
           ::close(bfd);
           if (!copied) ::unlink(bak_tmp.c_str());
         }
