@@ -5,11 +5,13 @@
 #     under each lower dispatch level (SINKSTREAM_CPU=avx512 where the CPU
 #     has AMX, then avx2), so every kernel family this machine can run is
 #     exercised end to end, whichever CPU CI lands on.
-#  2. Debug (asserts on, -O1 so the numeric tests run in minutes) + ASan/UBSan build: the same suite but the 200k-token long run and
-#     the full golden-NLL sweeps (tens of minutes under ASan, no code path the
-#     other runtime tests miss).
+#  2. clang Debug (asserts on, -O1 so the numeric tests run in minutes) +
+#     ASan/UBSan + libFuzzer coverage (the `asan` preset): the same suite but
+#     the 200k-token long run and the full golden-NLL sweeps (tens of minutes
+#     under ASan, no code path the other runtime tests miss).
 #  3. ThreadSanitizer: scheduler, HTTP server, fault tests, thread pool.
-#  4. libFuzzer: every target, a fixed seed and input count (scripts/fuzz.sh).
+#  4. libFuzzer: every target from the same build, a fixed seed and input
+#     count (scripts/fuzz.sh).
 #  5. Load test: 64 streaming session clients for 30 s against `serve`;
 #     chaos/soak test: 60 s of random valid and invalid requests, hang-ups,
 #     deletes, oversized bodies and a kill -9, then every session replayed
@@ -51,10 +53,10 @@ for level in "${levels[@]}"; do
 done
 if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
   phase "ASan build"
-  cmake --preset debug-asan >/dev/null
-  cmake --build --preset debug-asan -j"$jobs"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j"$jobs"
   phase "ASan suite"
-  ctest --preset debug-asan -j"$jobs" -E '^(LongRun|GoldenNll)\.'
+  ctest --preset asan -j"$jobs" -E '^(LongRun|GoldenNll)\.'
 fi
 if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
   phase "TSan build and run"

@@ -588,58 +588,10 @@ SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* 
   }
 }
 
-// The compile-time head sizes the kernels unroll for; others run the general loops.
-#define SS_BY_HEAD_SIZE(hd, CALL) \
-  switch (hd) {                   \
-    case 8:                       \
-      return CALL(8);             \
-    case 16:                      \
-      return CALL(16);            \
-    case 32:                      \
-      return CALL(32);            \
-    case 64:                      \
-      return CALL(64);            \
-    case 128:                     \
-      return CALL(128);           \
-    default:                      \
-      return CALL(0);             \
-  }
-
-// Float-type blocks (K dimension-major) read through element loader E.
-template <class E>
-SS_ALWAYS_INLINE void runs_float(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
-                                 float* acc, float* scratch, const AttnScoring* sc) {
-  if (hd == 8) switch (g) {
-      case 1:
-        return span_update<8, E, 1>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
-      case 2:
-        return span_update<8, E, 2>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
-      case 4:
-        return span_update<8, E, 4>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
-      default:
-        break;
-    }
-#define SS_SPAN(HD) span_update<HD, E>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc)
-  SS_BY_HEAD_SIZE(hd, SS_SPAN)
-#undef SS_SPAN
-}
-
-// One run of a Q8_0 / Q4_0 block (K token-major in ggml blocks).
-template <GgmlType QT>
-SS_ALWAYS_INLINE void run_blocks(int g, const KvRun& run, int hd, float scale, float* m, float* l, float* acc,
-                                 float* scratch, const AttnScoring* sc) {
-  const auto* k = static_cast<const uint8_t*>(run.kv.k);
-  const auto* v = static_cast<const uint8_t*>(run.kv.v);
-#define SS_ONLINE(HD)                                                                                                \
-  online_update_quant<HD, QT>(run.q, g, k, v, run.kv.row_bytes, run.kv.elem0, run.first, run.count, hd, scale, m, l, \
-                              acc, scratch, sc)
-  SS_BY_HEAD_SIZE(hd, SS_ONLINE)
-#undef SS_ONLINE
-}
-
-// Q8_0 / Q4_0 blocks: run by run, chunk by chunk (a plain function, not a
-// lambda, so it is inlined into each clone with the clone's instruction set).
-template <GgmlType QT>
+// Q8_0 / Q4_0 blocks (K token-major in ggml blocks): run by run, chunk by
+// chunk (a plain function, not a lambda, so it is inlined into each clone
+// with the clone's instruction set).
+template <int HD, GgmlType QT>
 SS_ALWAYS_INLINE void runs_blocks(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
                                   float* acc, float* scratch, const AttnScoring* scoring) {
   for (int i = 0; i < n_runs; ++i) {
@@ -648,34 +600,92 @@ SS_ALWAYS_INLINE void runs_blocks(int g, const KvRun* runs, int n_runs, int hd, 
       sc = *scoring;
       sc.col0 = runs[i].col0;
     }
-    run_blocks<QT>(g, runs[i], hd, scale, m, l, acc, scratch, scoring ? &sc : nullptr);
+    const KvRun& run = runs[i];
+    online_update_quant<HD, QT>(run.q, g, static_cast<const uint8_t*>(run.kv.k), static_cast<const uint8_t*>(run.kv.v),
+                                run.kv.row_bytes, run.kv.elem0, run.first, run.count, hd, scale, m, l, acc, scratch,
+                                scoring ? &sc : nullptr);
   }
 }
 
-SS_CLONE_IMPL void attn_online_update_runs_clone_impl(int g, const KvRun* runs, int n_runs, int hd, float scale,
-                                                      float* m, float* l, float* acc, float* scratch,
-                                                      const AttnScoring* sc) {
-  switch (runs[0].kv.type) {
+// One cloned function per (cache type, head size[, group size]): each clone
+// holds one specialisation. One clone holding all 39 (a switch over type and
+// size, everything inlined) took the compiler 100 s at -O3 and 280-350 s under
+// ASan, superlinear in the function's size.
+using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc,
+                        float* scratch, const AttnScoring* sc);
+#define SS_RUNS_PARAMS                                                                                        \
+  (int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc, float* scratch, \
+   const AttnScoring* sc)
+#define SS_RUNS_ARGS (g, runs, n_runs, hd, scale, m, l, acc, scratch, sc)
+#define SS_DEFINE_RUNS(NAME, ...)                                             \
+  SS_CLONE_IMPL void NAME##_impl SS_RUNS_PARAMS { __VA_ARGS__ SS_RUNS_ARGS; } \
+  SS_CLONED(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS)
+
+// The compile-time head sizes the kernels unroll for (0: any other size), and
+// for head size 8 the group sizes too. Float-type blocks (K dimension-major)
+// are read through element loader E.
+#define SS_FLOAT_FAMILY(TAG, E)                                                        \
+  SS_DEFINE_RUNS(runs_##TAG##_8g1, span_update<8, E, 1>)                               \
+  SS_DEFINE_RUNS(runs_##TAG##_8g2, span_update<8, E, 2>)                               \
+  SS_DEFINE_RUNS(runs_##TAG##_8g4, span_update<8, E, 4>)                               \
+  SS_DEFINE_RUNS(runs_##TAG##_8, span_update<8, E>)                                    \
+  SS_DEFINE_RUNS(runs_##TAG##_16, span_update<16, E>)                                  \
+  SS_DEFINE_RUNS(runs_##TAG##_32, span_update<32, E>)                                  \
+  SS_DEFINE_RUNS(runs_##TAG##_64, span_update<64, E>)                                  \
+  SS_DEFINE_RUNS(runs_##TAG##_128, span_update<128, E>)                                \
+  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, E>)                                    \
+  RunsFn pick_##TAG(int hd, int g) {                                                   \
+    if (hd == 8 && (g == 1 || g == 2 || g == 4))                                       \
+      return g == 1 ? runs_##TAG##_8g1 : g == 2 ? runs_##TAG##_8g2 : runs_##TAG##_8g4; \
+    return hd == 8     ? runs_##TAG##_8                                                \
+           : hd == 16  ? runs_##TAG##_16                                               \
+           : hd == 32  ? runs_##TAG##_32                                               \
+           : hd == 64  ? runs_##TAG##_64                                               \
+           : hd == 128 ? runs_##TAG##_128                                              \
+                       : runs_##TAG##_0;                                               \
+  }
+#define SS_QUANT_FAMILY(TAG, QT)                         \
+  SS_DEFINE_RUNS(runs_##TAG##_8, runs_blocks<8, QT>)     \
+  SS_DEFINE_RUNS(runs_##TAG##_16, runs_blocks<16, QT>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_32, runs_blocks<32, QT>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_64, runs_blocks<64, QT>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_128, runs_blocks<128, QT>) \
+  SS_DEFINE_RUNS(runs_##TAG##_0, runs_blocks<0, QT>)     \
+  RunsFn pick_##TAG(int hd, int) {                       \
+    return hd == 8     ? runs_##TAG##_8                  \
+           : hd == 16  ? runs_##TAG##_16                 \
+           : hd == 32  ? runs_##TAG##_32                 \
+           : hd == 64  ? runs_##TAG##_64                 \
+           : hd == 128 ? runs_##TAG##_128                \
+                       : runs_##TAG##_0;                 \
+  }
+SS_FLOAT_FAMILY(f32, F32Elems)
+SS_FLOAT_FAMILY(f16, F16Elems)
+SS_FLOAT_FAMILY(bf16, BF16Elems)
+SS_QUANT_FAMILY(q8_0, GgmlType::Q8_0)
+SS_QUANT_FAMILY(q4_0, GgmlType::Q4_0)
+#undef SS_QUANT_FAMILY
+#undef SS_FLOAT_FAMILY
+#undef SS_DEFINE_RUNS
+#undef SS_RUNS_ARGS
+#undef SS_RUNS_PARAMS
+
+RunsFn pick_runs(GgmlType type, int hd, int g) {
+  switch (type) {
     case GgmlType::F32:
-      return runs_float<F32Elems>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      return pick_f32(hd, g);
     case GgmlType::F16:
-      return runs_float<F16Elems>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      return pick_f16(hd, g);
     case GgmlType::BF16:
-      return runs_float<BF16Elems>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      return pick_bf16(hd, g);
     case GgmlType::Q8_0:
-      return runs_blocks<GgmlType::Q8_0>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      return pick_q8_0(hd, g);
     case GgmlType::Q4_0:
-      return runs_blocks<GgmlType::Q4_0>(g, runs, n_runs, hd, scale, m, l, acc, scratch, sc);
+      return pick_q4_0(hd, g);
     default:
-      break;
+      return nullptr;
   }
 }
-#undef SS_BY_HEAD_SIZE
-
-SS_CLONED(void, attn_online_update_runs_clone,
-          (int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc, float* scratch,
-           const AttnScoring* scoring),
-          (g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring))
 }  // namespace
 
 void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc,
@@ -685,7 +695,7 @@ void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float
   SS_CHECK_MSG(kv_k_dim_major(type) || type == GgmlType::Q8_0 || type == GgmlType::Q4_0,
                "attention: unsupported KV cache type");
   for (int i = 1; i < n_runs; ++i) SS_CHECK_MSG(runs[i].kv.type == type, "attention: runs of mixed KV cache types");
-  attn_online_update_runs_clone(g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring);
+  pick_runs(type, hd, g)(g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring);
 }
 
 void attn_online_update_kv(const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale,

@@ -8,9 +8,11 @@
 // summation order differs).
 // The kernels hold tiles of accumulators in arrays of vectors, which SVE's
 // sizeless vector types do not allow: Arm builds compile NEON only
-// (scripts/check_arm_compile.sh cross-compiles this with aarch64 g++).
+// (scripts/check_arm_compile.sh cross-compiles this with aarch64 g++). SSSE3
+// is left out too: only pre-2008 x86 has it without SSE4, and each target
+// costs a fifth of this file's compile time in every build.
 #ifndef HWY_DISABLED_TARGETS
-#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128 | HWY_SSSE3)
 #endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "ops/matmul_kernels.cpp"
@@ -403,10 +405,11 @@ HWY_INLINE void StoreSums4(const VF* acc, float* y) {
 
 // y[k * y_stride + q] = row_q · x_k for R weight rows decoded in step and NT
 // activation rows: R * NT independent multiply-add chains, elements in
-// DecodeRows order.
+// DecodeRows order. Not inlined: each instance holds a decode loop per type,
+// and one MatmulRows holding all of them compiled superlinearly slowly.
 template <int R, int NT>
-HWY_INLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x, int64_t xs, int64_t n, float* y,
-                        int64_t y_stride) {
+HWY_NOINLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x, int64_t xs, int64_t n, float* y,
+                          int64_t y_stride) {
   const DF df;
   VF acc[R * NT];
   for (int a = 0; a < R * NT; ++a) acc[a] = hn::Zero(df);

@@ -34,9 +34,11 @@ TEST(SequenceKv, RunsAreTheSlotsSplitAtBlockAndSinkEnds) {
       for (int64_t pos = 0; pos < 120; ++pos) {
         stream(s, 1, 1);
         const int64_t w0 = p.first_window_key(pos);
-        for (auto [begin, end] :
+        for (const auto& range :
              {std::pair<int64_t, int64_t>{0, std::min<int64_t>(p.sinks, pos + 1)},
               std::pair<int64_t, int64_t>{std::max(w0, std::min<int64_t>(p.sinks, pos + 1)), pos + 1}}) {
+          // Plain copies: clang 14 cannot capture structured bindings.
+          const int64_t begin = range.first, end = range.second;
           int64_t next = begin;
           s.for_each_run(begin, end, [&](BlockId b, int off, int count, int64_t first) {
             ASSERT_EQ(first, next) << p.name();

@@ -194,7 +194,7 @@ void random_workload_with_spills(GgmlType kv_type) {
                rng() % 2 ? 0 : 1 + rng() % 1000, ""};
         batch.push_back({id, t, make(t, id)});
       }
-      Turn o{slice(text, 200 + rng() % 1500, 8 + rng() % 40), 6, rng() % 2 ? 0 : 7, ""};
+      Turn o{slice(text, 200 + rng() % 1500, 8 + rng() % 40), 6, rng() % 2 ? uint64_t{0} : uint64_t{7}, ""};
       batch.push_back({"", o, make(o, "")});
       for (auto& p : batch) {
         auto refused = shared->submit(p.req);
