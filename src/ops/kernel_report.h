@@ -16,8 +16,8 @@ struct KernelReport {
   std::string usable;         // features within the cap
   std::string float_matmul;   // Highway target: "AVX3", "AVX2", ...
   std::string vector_ops;     // clone of norm/softmax/attention/SwiGLU: "avx512", "avx2", "baseline"
-  std::string int8_decode;    // --act-quant int8/fast, 1-3 rows: "avx512-vnni" or "float"
-  std::string int8_batches;   // 4+ rows: "amx-int8", "avx512-vnni" or "float"
+  std::string int8_decode;    // --act-quant int8/fast, 1-3 rows: "avx512-vnni", "avx2" (Q4_0/Q8_0) or "float"
+  std::string int8_batches;   // 4+ rows: "amx-int8", "avx512-vnni", "avx2" (Q4_0/Q8_0) or "float"
   std::string bf16_batches;   // --act-quant fast, 4+ rows of Q4_0/Q8_0: "amx-bf16" or what runs instead
 };
 

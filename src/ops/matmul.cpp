@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <vector>
 
 #include "ops/matmul_bf16.h"
@@ -103,13 +104,16 @@ MatmulKernel matmul_kernel(const TensorView& w, int n, ActQuant aq) {
   if (aq == ActQuant::None) return MatmulKernel::Float;
   if (bf16_batch(n, aq) && bf16_matmul_supported(w)) return MatmulKernel::Bf16Amx;
   if (!int8_matmul_supported(w)) return MatmulKernel::Float;
-  return int8_uses_amx(w, n) ? MatmulKernel::Int8Amx : MatmulKernel::Int8Vnni;
+  if (int8_uses_amx(w, n)) return MatmulKernel::Int8Amx;
+  return std::strcmp(int8_kernels(), "avx2") == 0 ? MatmulKernel::Int8Avx2 : MatmulKernel::Int8Vnni;
 }
 
 const char* matmul_kernel_name(MatmulKernel k) {
   switch (k) {
     case MatmulKernel::Int8Vnni:
       return "int8-avx512-vnni";
+    case MatmulKernel::Int8Avx2:
+      return "int8-avx2";
     case MatmulKernel::Int8Amx:
       return "int8-amx";
     case MatmulKernel::Bf16Amx:

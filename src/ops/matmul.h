@@ -31,10 +31,14 @@ enum class ActQuant { None, Int8, Fast };
 //    plain rows, whose blocks are summed in another order.
 //  - Int8Amx (AMX int8 tiles; batches of 4+ rows): as Int8Vnni, and the
 //    same bits for interleaved and plain Q4_0 (tiles see the same blocks).
+//  - Int8Avx2 (AVX2 without VNNI; Q4_0 and Q8_0, every row count): within
+//    float rounding of matmul_int8_reference; the same bits for any thread
+//    count, for one matrix alone or in matmul_shared_input, and for plain
+//    and interleaved weights (it always reads the plain rows).
 //  - Bf16Amx (AMX-BF16 tiles; Fast, Q4_0/Q8_0 batches of 4+ rows): within
 //    bf16 rounding of matmul_bf16_reference; the same bits for interleaved
 //    and plain Q4_0 and for any thread count.
-enum class MatmulKernel { Float, Int8Vnni, Int8Amx, Bf16Amx };
+enum class MatmulKernel { Float, Int8Vnni, Int8Avx2, Int8Amx, Bf16Amx };
 MatmulKernel matmul_kernel(const TensorView& w, int n, ActQuant aq);
 const char* matmul_kernel_name(MatmulKernel k);
 

@@ -10,6 +10,7 @@
 #include "ops/amx.h"
 #include "ops/interleave.h"
 #include "ops/interleave_x86.h"
+#include "ops/matmul_int8_avx2.h"
 #include "util/check.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
@@ -1020,11 +1021,15 @@ void quantize_block(const float* x, int8_t* q, float* d_out, int32_t* half_sums)
 
 bool int8_matmul_supported(const TensorView& w) {
   // Whole blocks per row: 32 weights for Q4_0/Q8_0, 256 for the K-quants.
-  return cpu_has_vnni() && int8_type(w.type) && w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems == 0;
+  const bool kernel = cpu_has_vnni() ? int8_type(w.type) : cpu_usable(kCpuAvx2) && int8_avx2_type(w.type);
+  return kernel && w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems == 0;
 }
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
+  // Without VNNI: AVX2 on the plain rows (interleaved copies are laid out
+  // for VNNI; a model loaded without VNNI has none).
+  if (!cpu_has_vnni()) return matmul_int8_avx2_rows(w, xq, y, r0, r1);
   // Q6_K's scales are per 16 weights, finer than an AMX product's block of
   // 32: batches take the VNNI kernel too (q is filled for both layouts).
   // Interleaved Q6_K is read interleaved for batches too, even where AMX
@@ -1041,9 +1046,10 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
 }
 
 bool int8_uses_amx(const TensorView& w, int n) { return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K; }
+bool int8_reads_interleaved() { return cpu_has_vnni(); }
 
 const char* int8_kernels() {
-  if (!cpu_has_vnni()) return "none";
+  if (!cpu_has_vnni()) return cpu_usable(kCpuAvx2) ? "avx2" : "none";
   return amx_enabled() ? "amx+avx512-vnni" : "avx512-vnni";
 }
 
@@ -1064,6 +1070,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   SS_CHECK(false && "int8 matmul without a kernel");
 }
 bool int8_uses_amx(const TensorView&, int) { return false; }
+bool int8_reads_interleaved() { return false; }
 const char* int8_kernels() { return "none"; }
 
 namespace {

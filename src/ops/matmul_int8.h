@@ -13,9 +13,10 @@
 // Kernels: AVX-512 VNNI (64 multiply-adds per instruction) for one to a few
 // activation rows, AMX int8 tiles (16 x 16 x 32 per instruction) for batches
 // (not Q6_K, whose scales change every 16 weights: VNNI for every batch);
-// matmul_int8_reference is their scalar twin. Where the CPU (or the cap of
-// util/cpu_features.h: avx2, sse4) has no VNNI, int8_matmul_supported() is
-// false and callers keep the float path. What is bit-equal to what on each
+// without VNNI (or under the cap avx2 of util/cpu_features.h), AVX2 for
+// Q4_0 and Q8_0 (ops/matmul_int8_avx2.h); matmul_int8_reference is their
+// scalar twin. Where no kernel fits the type and CPU,
+// int8_matmul_supported() is false and callers keep the float path. What is bit-equal to what on each
 // kernel is stated once, in matmul.h (MatmulKernel).
 #include <cstdint>
 #include <vector>
@@ -60,6 +61,9 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
 
 // W's type and row length fit, and this CPU has a kernel for them.
 bool int8_matmul_supported(const TensorView& w);
+// Whether the int8 kernels now read W's interleaved copy where it has one
+// (VNNI and AMX; the AVX2 kernels read plain rows).
+bool int8_reads_interleaved();
 // Whether n activation rows against W take the AMX tiles (else VNNI).
 bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are
@@ -68,8 +72,9 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
 // Scalar twin of matmul_int8_rows over all rows.
 void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y);
 
-// Which kernels this process uses now: "amx+avx512-vnni", "avx512-vnni" or
-// "none" (the CPU, or the cap of util/cpu_features.h, lacks AVX-512 VNNI).
+// Which kernels this process uses now: "amx+avx512-vnni", "avx512-vnni",
+// "avx2" (Q4_0 and Q8_0 only) or "none" (the CPU, or the cap of
+// util/cpu_features.h, lacks AVX2).
 const char* int8_kernels();
 
 }  // namespace ss

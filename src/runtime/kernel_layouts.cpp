@@ -42,9 +42,11 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
   constexpr size_t kAlign = 64;
   auto bytes = [](const TensorView& w) { return row_bytes(w.type, w.ne0) * static_cast<size_t>(w.ne1); };
   // Types other than Q4_0 are interleaved only where their batches do not
-  // take the AMX tiles, which read them as plain rows (Q6_K never does).
+  // take the AMX tiles, which read them as plain rows (Q6_K never does);
+  // none where the kernels are AVX2's, which read plain rows.
   auto interleaved = [](const TensorView& w) {
-    return can_interleave(w) && (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows));
+    return int8_reads_interleaved() && can_interleave(w) &&
+           (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows));
   };
   auto arena_bytes = [&](const TensorView& w) {
     return ((interleaved(w) ? interleaved_bytes(w) : bytes(w)) + kAlign - 1) / kAlign * kAlign;

@@ -1,5 +1,5 @@
 // Int8-activation matmul: activation rounding within its bound, the SIMD
-// kernels (AVX-512 VNNI, AMX tiles) against their scalar twin at odd sizes,
+// kernels (AVX-512 VNNI, AMX tiles, AVX2) against their scalar twin at odd sizes,
 // and the whole path against the exact float path within the error the
 // activation rounding can cause.
 #include "ops/matmul_int8.h"
@@ -7,13 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
+#include "cpu_levels.h"
+#include "format/ggml_types.h"
 #include "ops/interleave.h"
 #include "ops/matmul.h"
 #include "ops/matmul_bf16.h"
 #include "random_weights.h"
 #include "util/cpu_features.h"
+#include "util/fp16.h"
 
 namespace ss {
 namespace {
@@ -48,9 +52,10 @@ TEST(Int8Matmul, ActivationRoundingStaysWithinHalfAStep) {
 }
 
 // Every int8 kernel this CPU has (each dispatch level in turn: AMX tiles,
-// VNNI alone), one and two threads, against the twin; and against the exact
-// float path within sum_i |w_i| * d_x / 2 per block. Levels without an int8
-// kernel (AVX2 and below) take the float path, checked the same way.
+// VNNI alone, AVX2 for Q4_0/Q8_0), one and two threads, against the twin; and
+// against the exact float path within sum_i |w_i| * d_x / 2 per block.
+// Levels and types without an int8 kernel (K-quants under AVX2, SSE4) take
+// the float path, checked the same way.
 TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -119,7 +124,7 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
 // within float rounding (2e-6 of the sum of |terms|), and Fast batches
 // within that bound (int8 kernels) or bf16 rounding. Bit-equality with the
 // plain layout only where matmul.h promises it: the AMX tile paths (int8
-// and bf16), which transpose its blocks back to rows. VNNI sums the
+// and bf16), which transpose its blocks back to rows, and AVX2 (plain rows). VNNI sums the
 // interleaved blocks in another order, so there it may differ in the last bit.
 void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int> col_counts) {
   std::mt19937 rng(11);
@@ -172,7 +177,9 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
                   ASSERT_NEAR(plain[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " plain out=" << o;
                 }
               }
-              if (kernel == MatmulKernel::Int8Amx || kernel == MatmulKernel::Bf16Amx) EXPECT_EQ(y, plain) << what;
+              if (kernel == MatmulKernel::Int8Amx || kernel == MatmulKernel::Bf16Amx ||
+                  kernel == MatmulKernel::Int8Avx2)
+                EXPECT_EQ(y, plain) << what;
             }
           }
         }
@@ -199,6 +206,58 @@ TEST(Int8Matmul, InterleavedQ5_KMatchesTwinAndPlainLayout) {
 
 TEST(Int8Matmul, InterleavedQ6_KMatchesTwinAndPlainLayout) {
   interleaved_matches_twin_and_plain(GgmlType::Q6_K, {256, 768, 2048});
+}
+
+// Blocks at the ends of their ranges: Q8_0 weights -128 and 127, Q4_0
+// nibbles 0 and 15, against activations at +-127 of the same and the opposite
+// sign. The AVX2 kernel multiplies byte pairs into int16 (vpmaddubsw, which
+// saturates): each block's integer dot must still be exact, so every kernel
+// equals the twin within float rounding.
+TEST(Int8Matmul, ExtremeBlocksAreExactOnEveryKernel) {
+  constexpr int kCols = 96, kRows = 7;
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0}) {
+    const size_t rb = row_bytes(t, kCols);
+    std::vector<uint8_t> storage(rb * kRows);
+    TensorView w;
+    w.type = t;
+    w.ne0 = kCols;
+    w.ne1 = kRows;
+    w.data = storage.data();
+    for (int r = 0; r < kRows; ++r)
+      for (int b = 0; b < kCols / 32; ++b) {
+        uint8_t* blk = storage.data() + r * rb + b * (t == GgmlType::Q8_0 ? 34 : 18);
+        const uint16_t d = fp32_to_fp16(0.5f + 0.25f * r);
+        std::memcpy(blk, &d, 2);
+        for (int i = 0; i < (t == GgmlType::Q8_0 ? 32 : 16); ++i) {
+          const bool low = (r + b + i / 8) % 2 == 0;  // runs of 8 at one end, then the other
+          blk[2 + i] = t == GgmlType::Q8_0 ? static_cast<uint8_t>(low ? -128 : 127) : (low ? 0x00 : 0xFF);
+        }
+      }
+    for (int n : {1, 2, 3, 4, 5}) {
+      std::vector<float> x(static_cast<size_t>(n) * kCols);
+      for (int k = 0; k < n; ++k)
+        for (int i = 0; i < kCols; ++i) x[k * kCols + i] = ((i / 8 + k) % 2 ? 1.0f : -1.0f) * (k + 1);
+      QuantizedActs xq;
+      quantize_acts(x.data(), n, kCols, xq);
+      std::vector<float> twin(static_cast<size_t>(n) * kRows), scale(twin.size(), 0.0f), wrow(kCols);
+      matmul_int8_reference(w, xq, twin.data());
+      for (int r = 0; r < kRows; ++r) {
+        dequantize_row(t, w.row(r), wrow.data(), kCols);
+        for (int k = 0; k < n; ++k)
+          for (int i = 0; i < kCols; ++i) scale[k * kRows + r] += std::fabs(wrow[i] * x[k * kCols + i]);
+      }
+      ThreadPool pool(1);
+      ss::test::at_every_cpu_level([&] {
+        if (!int8_matmul_supported(w)) return;
+        std::vector<float> y(twin.size(), NAN);
+        matmul(w, x.data(), n, y.data(), pool, ActQuant::Int8);
+        for (size_t o = 0; o < y.size(); ++o)
+          ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
+              << type_name(static_cast<uint32_t>(t)) << " n=" << n << " out=" << o << " "
+              << matmul_kernel_name(matmul_kernel(w, n, ActQuant::Int8));
+      });
+    }
+  }
 }
 
 // Matrices sharing one input in one pass (q/k/v, gate/up) give exactly what
