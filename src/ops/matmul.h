@@ -33,8 +33,9 @@ enum class ActQuant { None, Int8, Fast };
 //    same bits for interleaved and plain Q4_0 (tiles see the same blocks).
 //  - Int8Avx2 (AVX2 without VNNI; Q4_0 and Q8_0, every row count): within
 //    float rounding of matmul_int8_reference; the same bits for any thread
-//    count, for one matrix alone or in matmul_shared_input, and for plain
-//    and interleaved weights (it always reads the plain rows).
+//    count and for one matrix alone or in matmul_shared_input; NOT the same
+//    bits for interleaved Q4_0 as for its plain rows (Q8_0 is always read
+//    plain).
 //  - Bf16Amx (AMX-BF16 tiles; Fast, Q4_0/Q8_0 batches of 4+ rows): within
 //    bf16 rounding of matmul_bf16_reference; the same bits for interleaved
 //    and plain Q4_0 and for any thread count.

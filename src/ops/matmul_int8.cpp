@@ -1027,8 +1027,7 @@ bool int8_matmul_supported(const TensorView& w) {
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
-  // Without VNNI: AVX2 on the plain rows (interleaved copies are laid out
-  // for VNNI; a model loaded without VNNI has none).
+  // Without VNNI: AVX2 (Q4_0 interleaved or plain, Q8_0 plain).
   if (!cpu_has_vnni()) return matmul_int8_avx2_rows(w, xq, y, r0, r1);
   // Q6_K's scales are per 16 weights, finer than an AMX product's block of
   // 32: batches take the VNNI kernel too (q is filled for both layouts).
@@ -1046,7 +1045,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
 }
 
 bool int8_uses_amx(const TensorView& w, int n) { return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K; }
-bool int8_reads_interleaved() { return cpu_has_vnni(); }
+bool int8_reads_interleaved(GgmlType t) { return cpu_has_vnni() || (t == GgmlType::Q4_0 && cpu_usable(kCpuAvx2)); }
 
 const char* int8_kernels() {
   if (!cpu_has_vnni()) return cpu_usable(kCpuAvx2) ? "avx2" : "none";
@@ -1070,7 +1069,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   SS_CHECK(false && "int8 matmul without a kernel");
 }
 bool int8_uses_amx(const TensorView&, int) { return false; }
-bool int8_reads_interleaved() { return false; }
+bool int8_reads_interleaved(GgmlType) { return false; }
 const char* int8_kernels() { return "none"; }
 
 namespace {

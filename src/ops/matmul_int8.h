@@ -61,9 +61,9 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
 
 // W's type and row length fit, and this CPU has a kernel for them.
 bool int8_matmul_supported(const TensorView& w);
-// Whether the int8 kernels now read W's interleaved copy where it has one
-// (VNNI and AMX; the AVX2 kernels read plain rows).
-bool int8_reads_interleaved();
+// Whether the int8 kernels now read an interleaved copy of a matrix of type
+// t where it has one (VNNI and AMX: every int8 type; AVX2: Q4_0 only).
+bool int8_reads_interleaved(GgmlType t);
 // Whether n activation rows against W take the AMX tiles (else VNNI).
 bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are

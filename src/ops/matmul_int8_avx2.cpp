@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "format/ggml_types.h"
+#include "ops/interleave.h"
 #include "util/check.h"
 
 #if defined(__x86_64__)
@@ -128,12 +129,78 @@ SS_AVX2 void avx2_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
     }
   }
 }
+// Q4_0 interleaved 16 rows at a time (ops/interleave.h) against NT
+// activation rows from t0: lanes are rows, rows 0-7 in one register and 8-15
+// in the other, so a block's 16 dots come out together with no horizontal
+// sums, and its 16 scales take two conversions. vpmaddubsw + vpmaddwd sum
+// four products per 32-bit lane as vpdpbusd does; a chunk's low- and
+// high-nibble products (each pair at most 2 * 15 * 127) are added in int16
+// first, one vpmaddwd for both.
+template <int NT>
+SS_AVX2 void interleaved_q4_0_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  const int64_t nb = xq.blocks(), cols = xq.cols;
+  const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  __m256 acc[NT][2];
+  for (int k = 0; k < NT; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = group + b * kInterleavedBlockBytes;
+    for (int line = 0; line < kInterleavedBlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + 8 * kInterleavedBlockBytes + line), _MM_HINT_T0);
+    __m256i dot[NT][2];
+    for (int k = 0; k < NT; ++k)
+      dot[k][0] = dot[k][1] = _mm256_set1_epi32(-8 * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
+    for (int j = 0; j < 4; ++j) {
+      __m256i lo[2], hi[2];
+      for (int h = 0; h < 2; ++h) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 + 64 * j + 32 * h));
+        lo[h] = _mm256_and_si256(v, low);
+        hi[h] = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+      }
+      for (int k = 0; k < NT; ++k) {
+        const int8_t* x = xq.q.data() + (t0 + k) * cols + b * kActBlock + 4 * j;
+        int32_t xl, xh;
+        std::memcpy(&xl, x, 4);
+        std::memcpy(&xh, x + 16, 4);
+        const __m256i bl = _mm256_set1_epi32(xl), bh = _mm256_set1_epi32(xh);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], bl), _mm256_maddubs_epi16(hi[h], bh));
+          dot[k][h] = _mm256_add_epi32(dot[k][h], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    }
+    const __m256 dw[2] = {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)))};
+    for (int k = 0; k < NT; ++k) {
+      const __m256 dx = _mm256_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]);
+      for (int h = 0; h < 2; ++h)
+        acc[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k][h]), _mm256_mul_ps(dw[h], dx), acc[k][h]);
+    }
+  }
+  for (int k = 0; k < NT; ++k)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + k * y_stride + 8 * h, acc[k][h]);
+}
+
+// Groups of 16 rows, two activation rows per pass (16 vector registers).
+SS_AVX2 void interleaved_q4_0_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+  const int64_t rows = w.ne1;
+  for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
+    const uint8_t* group = rows_begin(w, g * kInterleaveRows);
+    float* yg = y + g * kInterleaveRows;
+    int t = 0;
+    for (; t + 2 <= xq.n; t += 2) interleaved_q4_0_tile<2>(group, xq, t, yg + t * rows, rows);
+    if (t < xq.n) interleaved_q4_0_tile<1>(group, xq, t, yg + t * rows, rows);
+  }
+}
 #undef SS_AVX2
 
 }  // namespace
 
 void matmul_int8_avx2_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_avx2_type(w.type) && xq.cols == w.ne0 && w.ne0 % kActBlock == 0);
+  if (w.type == GgmlType::Q4_0 && w.interleaved != nullptr) {
+    SS_CHECK(r0 % kInterleaveRows == 0 && (r1 % kInterleaveRows == 0 || r1 == w.ne1));
+    return interleaved_q4_0_matmul(w, xq, y, r0, r1);
+  }
   if (w.type == GgmlType::Q4_0)
     avx2_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
   else

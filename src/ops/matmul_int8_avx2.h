@@ -1,9 +1,10 @@
 #pragma once
 // Int8-activation kernels for AVX2 CPUs without AVX-512 VNNI (Haswell to
-// Raptor Lake, Zen 1-3): Q4_0 and Q8_0 weights read as plain rows, the same
-// integer dot per (weight block, activation block) as matmul_int8_reference
-// (vpmaddubsw + vpmaddwd instead of vpdpbusd), scaled and summed in floats.
-// Internal to ops/: matmul_int8.cpp dispatches here.
+// Raptor Lake, Zen 1-3): Q4_0 (its interleaved copy where it has one, else
+// plain rows) and Q8_0 (plain rows), the same integer dot per (weight block,
+// activation block) as matmul_int8_reference (vpmaddubsw + vpmaddwd instead
+// of vpdpbusd), scaled and summed in floats. Internal to ops/:
+// matmul_int8.cpp dispatches here.
 #include <cstdint>
 
 #include "format/tensor.h"
@@ -14,8 +15,8 @@ namespace ss {
 // W's type has an AVX2 kernel (the caller checks the CPU and row length).
 bool int8_avx2_type(GgmlType t);
 
-// Rows [r0, r1) of Y = X · Wᵀ, Y [xq.n x W.ne1], from W's plain rows
-// (w.row(r)), whether or not an interleaved copy exists. Needs AVX2.
+// Rows [r0, r1) of Y = X · Wᵀ, Y [xq.n x W.ne1] (r0, r1 multiples of 16 but
+// at W's end when Q4_0 is interleaved). Needs AVX2.
 void matmul_int8_avx2_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
 
 }  // namespace ss

@@ -43,9 +43,9 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
   auto bytes = [](const TensorView& w) { return row_bytes(w.type, w.ne0) * static_cast<size_t>(w.ne1); };
   // Types other than Q4_0 are interleaved only where their batches do not
   // take the AMX tiles, which read them as plain rows (Q6_K never does);
-  // none where the kernels are AVX2's, which read plain rows.
+  // under AVX2 only Q4_0 (its kernels read the other types' plain rows).
   auto interleaved = [](const TensorView& w) {
-    return int8_reads_interleaved() && can_interleave(w) &&
+    return int8_reads_interleaved(w.type) && can_interleave(w) &&
            (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows));
   };
   auto arena_bytes = [&](const TensorView& w) {
