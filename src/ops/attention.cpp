@@ -44,7 +44,10 @@ template <class F, class U>
 SS_ALWAYS_INLINE F half_bits_to_float(U w) {
   const U em = (w & 0x7fffu) << 13;
   U bits = __builtin_bit_cast(U, __builtin_bit_cast(F, em) * 0x1p112f);
-  bits = (w & 0x7c00u) == 0x7c00u ? (em | 0x7f800000u) : bits;
+  // Infinities and NaNs: the exponent set to all ones over the same
+  // mantissa, by an or under a compare mask (a vector ?: here compiled to
+  // a scalar compare and branch per lane in the AVX2 clone).
+  bits |= __builtin_bit_cast(U, (w & 0x7c00u) == 0x7c00u) & 0x7f800000u;
   return __builtin_bit_cast(F, bits | ((w & 0x8000u) << 16));
 }
 
@@ -275,10 +278,14 @@ namespace {
 // Heads a multiple of 8 wide: the sums stay in 8-lane registers, split in up
 // to four interleaved partial sums so consecutive keys do not wait on each
 // other's multiply-add (small heads); other sizes: plain loops.
-template <int HD, class E = F32Elems>
+// W: the clone has 32 registers of 16 floats (AVX-512). Without them, heads
+// of 32 and more take the 8-lane path: the 16-lane one's NH x NV sums then
+// exceed the register file and GCC moves them through the stack (TinyLlama
+// prefill spent 45% of its time here in the AVX2 clone).
+template <int HD, class E = F32Elems, bool W = true>
 SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int ps, int g, const typename E::T* v_rows, int v_stride, int n,
                                        int hd, float* __restrict__ acc) {
-  if constexpr (HD > 0 && HD % kChunk == 0) {
+  if constexpr (HD > 0 && HD % kChunk == 0 && (W || HD < 32)) {
     // Heads a multiple of 16 wide: each V row is loaded once for a block of
     // NH heads (16 sums in registers: NH x NV), whose sums are the
     // independent chains.
@@ -424,7 +431,7 @@ struct SpanPiece {
 // float as it is loaded.
 // G > 0: the group size is a compile-time constant too (small heads, where
 // the per-head branches cost as much as the arithmetic).
-template <int HD, class E, int G = 0>
+template <int HD, class E, int G = 0, bool W = true>
 SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, int hd_runtime, float scale, float* m,
                                   float* l, float* __restrict__ acc, float* __restrict__ scratch,
                                   const AttnScoring* scoring) {
@@ -492,7 +499,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       const KvRun& run = runs[pc.run];
       const int vs = static_cast<int>(run.kv.row_bytes / sizeof(T));
       const T* v = static_cast<const T*>(run.kv.v) + run.kv.elem0 + static_cast<long>(pc.r0 + pc.lo) * vs;
-      accumulate_chunk<HD, E>(p + c * kChunk + pc.lo, kAttnSpan, g, v, vs, pc.hi - pc.lo, hd, acc);
+      accumulate_chunk<HD, E, W>(p + c * kChunk + pc.lo, kAttnSpan, g, v, vs, pc.hi - pc.lo, hd, acc);
     }
   }
 }
@@ -591,7 +598,7 @@ SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* 
 // Q8_0 / Q4_0 blocks (K token-major in ggml blocks): run by run, chunk by
 // chunk (a plain function, not a lambda, so it is inlined into each clone
 // with the clone's instruction set).
-template <int HD, GgmlType QT>
+template <int HD, GgmlType QT, bool W = true>
 SS_ALWAYS_INLINE void runs_blocks(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
                                   float* acc, float* scratch, const AttnScoring* scoring) {
   for (int i = 0; i < n_runs; ++i) {
@@ -617,23 +624,26 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
   (int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc, float* scratch, \
    const AttnScoring* sc)
 #define SS_RUNS_ARGS (g, runs, n_runs, hd, scale, m, l, acc, scratch, sc)
-#define SS_DEFINE_RUNS(NAME, ...)                                             \
-  SS_CLONE_IMPL void NAME##_impl SS_RUNS_PARAMS { __VA_ARGS__ SS_RUNS_ARGS; } \
-  SS_CLONED(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS)
+#define SS_DEFINE_RUNS(NAME, ...)                 \
+  template <bool W>                               \
+  SS_CLONE_IMPL void NAME##_impl SS_RUNS_PARAMS { \
+    __VA_ARGS__ SS_RUNS_ARGS;                     \
+  }                                               \
+  SS_CLONED_WIDE(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS)
 
 // The compile-time head sizes the kernels unroll for (0: any other size), and
 // for head size 8 the group sizes too. Float-type blocks (K dimension-major)
 // are read through element loader E.
 #define SS_FLOAT_FAMILY(TAG, E)                                                        \
-  SS_DEFINE_RUNS(runs_##TAG##_8g1, span_update<8, E, 1>)                               \
-  SS_DEFINE_RUNS(runs_##TAG##_8g2, span_update<8, E, 2>)                               \
-  SS_DEFINE_RUNS(runs_##TAG##_8g4, span_update<8, E, 4>)                               \
-  SS_DEFINE_RUNS(runs_##TAG##_8, span_update<8, E>)                                    \
-  SS_DEFINE_RUNS(runs_##TAG##_16, span_update<16, E>)                                  \
-  SS_DEFINE_RUNS(runs_##TAG##_32, span_update<32, E>)                                  \
-  SS_DEFINE_RUNS(runs_##TAG##_64, span_update<64, E>)                                  \
-  SS_DEFINE_RUNS(runs_##TAG##_128, span_update<128, E>)                                \
-  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, E>)                                    \
+  SS_DEFINE_RUNS(runs_##TAG##_8g1, span_update<8, E, 1, W>)                            \
+  SS_DEFINE_RUNS(runs_##TAG##_8g2, span_update<8, E, 2, W>)                            \
+  SS_DEFINE_RUNS(runs_##TAG##_8g4, span_update<8, E, 4, W>)                            \
+  SS_DEFINE_RUNS(runs_##TAG##_8, span_update<8, E, 0, W>)                              \
+  SS_DEFINE_RUNS(runs_##TAG##_16, span_update<16, E, 0, W>)                            \
+  SS_DEFINE_RUNS(runs_##TAG##_32, span_update<32, E, 0, W>)                            \
+  SS_DEFINE_RUNS(runs_##TAG##_64, span_update<64, E, 0, W>)                            \
+  SS_DEFINE_RUNS(runs_##TAG##_128, span_update<128, E, 0, W>)                          \
+  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, E, 0, W>)                              \
   RunsFn pick_##TAG(int hd, int g) {                                                   \
     if (hd == 8 && (g == 1 || g == 2 || g == 4))                                       \
       return g == 1 ? runs_##TAG##_8g1 : g == 2 ? runs_##TAG##_8g2 : runs_##TAG##_8g4; \
@@ -644,20 +654,20 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
            : hd == 128 ? runs_##TAG##_128                                              \
                        : runs_##TAG##_0;                                               \
   }
-#define SS_QUANT_FAMILY(TAG, QT)                         \
-  SS_DEFINE_RUNS(runs_##TAG##_8, runs_blocks<8, QT>)     \
-  SS_DEFINE_RUNS(runs_##TAG##_16, runs_blocks<16, QT>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_32, runs_blocks<32, QT>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_64, runs_blocks<64, QT>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_128, runs_blocks<128, QT>) \
-  SS_DEFINE_RUNS(runs_##TAG##_0, runs_blocks<0, QT>)     \
-  RunsFn pick_##TAG(int hd, int) {                       \
-    return hd == 8     ? runs_##TAG##_8                  \
-           : hd == 16  ? runs_##TAG##_16                 \
-           : hd == 32  ? runs_##TAG##_32                 \
-           : hd == 64  ? runs_##TAG##_64                 \
-           : hd == 128 ? runs_##TAG##_128                \
-                       : runs_##TAG##_0;                 \
+#define SS_QUANT_FAMILY(TAG, QT)                            \
+  SS_DEFINE_RUNS(runs_##TAG##_8, runs_blocks<8, QT, W>)     \
+  SS_DEFINE_RUNS(runs_##TAG##_16, runs_blocks<16, QT, W>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_32, runs_blocks<32, QT, W>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_64, runs_blocks<64, QT, W>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_128, runs_blocks<128, QT, W>) \
+  SS_DEFINE_RUNS(runs_##TAG##_0, runs_blocks<0, QT, W>)     \
+  RunsFn pick_##TAG(int hd, int) {                          \
+    return hd == 8     ? runs_##TAG##_8                     \
+           : hd == 16  ? runs_##TAG##_16                    \
+           : hd == 32  ? runs_##TAG##_32                    \
+           : hd == 64  ? runs_##TAG##_64                    \
+           : hd == 128 ? runs_##TAG##_128                   \
+                       : runs_##TAG##_0;                    \
   }
 SS_FLOAT_FAMILY(f32, F32Elems)
 SS_FLOAT_FAMILY(f16, F16Elems)

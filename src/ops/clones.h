@@ -36,9 +36,30 @@
         return name##_base args;                                                                           \
     }                                                                                                      \
   }
+// As SS_CLONED for an implementation templated on bool W: true in the
+// AVX-512 clone (32 registers of 16 floats), false in the others, so a kernel
+// can size its register blocks to the clone.
+#define SS_CLONED_WIDE(ret, name, params, args)                                                              \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))) static ret name##_avx512 params {   \
+    return name##_impl<true> args;                                                                           \
+  }                                                                                                          \
+  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_impl<false> args; } \
+  static ret name##_base params { return name##_impl<false> args; }                                          \
+  ret name params {                                                                                          \
+    switch (::ss::clone_level()) {                                                                           \
+      case ::ss::CloneLevel::Avx512:                                                                         \
+        return name##_avx512 args;                                                                           \
+      case ::ss::CloneLevel::Avx2:                                                                           \
+        return name##_avx2 args;                                                                             \
+      default:                                                                                               \
+        return name##_base args;                                                                             \
+    }                                                                                                        \
+  }
 #else
 #define SS_CLONED(ret, name, params, args) \
   ret name params { return name##_impl args; }
+#define SS_CLONED_WIDE(ret, name, params, args) \
+  ret name params { return name##_impl<false> args; }
 #endif
 
 namespace ss {
