@@ -20,12 +20,14 @@
 #define SS_CLONE_IMPL [[maybe_unused]] static __attribute__((always_inline)) inline
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define SS_CLONED(ret, name, params, args)                                                                 \
+// The three clones of name##_impl (IMPL512 in the AVX-512 one, IMPL in the
+// others) and the function that picks one.
+#define SS_CLONES(ret, name, params, args, IMPL512, IMPL)                                                  \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))) static ret name##_avx512 params { \
-    return name##_impl args;                                                                               \
+    return IMPL512 args;                                                                                   \
   }                                                                                                        \
-  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_impl args; }      \
-  static ret name##_base params { return name##_impl args; }                                               \
+  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return IMPL args; }             \
+  static ret name##_base params { return IMPL args; }                                                      \
   ret name params {                                                                                        \
     switch (::ss::clone_level()) {                                                                         \
       case ::ss::CloneLevel::Avx512:                                                                       \
@@ -36,25 +38,12 @@
         return name##_base args;                                                                           \
     }                                                                                                      \
   }
+#define SS_CLONED(ret, name, params, args) SS_CLONES(ret, name, params, args, name##_impl, name##_impl)
 // As SS_CLONED for an implementation templated on bool W: true in the
 // AVX-512 clone (32 registers of 16 floats), false in the others, so a kernel
 // can size its register blocks to the clone.
-#define SS_CLONED_WIDE(ret, name, params, args)                                                              \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))) static ret name##_avx512 params {   \
-    return name##_impl<true> args;                                                                           \
-  }                                                                                                          \
-  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return name##_impl<false> args; } \
-  static ret name##_base params { return name##_impl<false> args; }                                          \
-  ret name params {                                                                                          \
-    switch (::ss::clone_level()) {                                                                           \
-      case ::ss::CloneLevel::Avx512:                                                                         \
-        return name##_avx512 args;                                                                           \
-      case ::ss::CloneLevel::Avx2:                                                                           \
-        return name##_avx2 args;                                                                             \
-      default:                                                                                               \
-        return name##_base args;                                                                             \
-    }                                                                                                        \
-  }
+#define SS_CLONED_WIDE(ret, name, params, args) \
+  SS_CLONES(ret, name, params, args, name##_impl<true>, name##_impl<false>)
 #else
 #define SS_CLONED(ret, name, params, args) \
   ret name params { return name##_impl args; }
