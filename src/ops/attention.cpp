@@ -598,7 +598,7 @@ SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* 
 // Q8_0 / Q4_0 blocks (K token-major in ggml blocks): run by run, chunk by
 // chunk (a plain function, not a lambda, so it is inlined into each clone
 // with the clone's instruction set).
-template <int HD, GgmlType QT, bool W = true>
+template <int HD, GgmlType QT>
 SS_ALWAYS_INLINE void runs_blocks(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
                                   float* acc, float* scratch, const AttnScoring* scoring) {
   for (int i = 0; i < n_runs; ++i) {
@@ -631,6 +631,14 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
   }                                               \
   SS_CLONED_WIDE(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS)
 
+// runs_<TAG>_<head size> for head size hd: the sizes with their own clones, else 0.
+#define SS_BY_HEAD_SIZE(TAG)      \
+  (hd == 8     ? runs_##TAG##_8   \
+   : hd == 16  ? runs_##TAG##_16  \
+   : hd == 32  ? runs_##TAG##_32  \
+   : hd == 64  ? runs_##TAG##_64  \
+   : hd == 128 ? runs_##TAG##_128 \
+               : runs_##TAG##_0)
 // The compile-time head sizes the kernels unroll for (0: any other size), and
 // for head size 8 the group sizes too. Float-type blocks (K dimension-major)
 // are read through element loader E.
@@ -647,34 +655,23 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
   RunsFn pick_##TAG(int hd, int g) {                                                   \
     if (hd == 8 && (g == 1 || g == 2 || g == 4))                                       \
       return g == 1 ? runs_##TAG##_8g1 : g == 2 ? runs_##TAG##_8g2 : runs_##TAG##_8g4; \
-    return hd == 8     ? runs_##TAG##_8                                                \
-           : hd == 16  ? runs_##TAG##_16                                               \
-           : hd == 32  ? runs_##TAG##_32                                               \
-           : hd == 64  ? runs_##TAG##_64                                               \
-           : hd == 128 ? runs_##TAG##_128                                              \
-                       : runs_##TAG##_0;                                               \
+    return SS_BY_HEAD_SIZE(TAG);                                                       \
   }
-#define SS_QUANT_FAMILY(TAG, QT)                            \
-  SS_DEFINE_RUNS(runs_##TAG##_8, runs_blocks<8, QT, W>)     \
-  SS_DEFINE_RUNS(runs_##TAG##_16, runs_blocks<16, QT, W>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_32, runs_blocks<32, QT, W>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_64, runs_blocks<64, QT, W>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_128, runs_blocks<128, QT, W>) \
-  SS_DEFINE_RUNS(runs_##TAG##_0, runs_blocks<0, QT, W>)     \
-  RunsFn pick_##TAG(int hd, int) {                          \
-    return hd == 8     ? runs_##TAG##_8                     \
-           : hd == 16  ? runs_##TAG##_16                    \
-           : hd == 32  ? runs_##TAG##_32                    \
-           : hd == 64  ? runs_##TAG##_64                    \
-           : hd == 128 ? runs_##TAG##_128                   \
-                       : runs_##TAG##_0;                    \
-  }
+#define SS_QUANT_FAMILY(TAG, QT)                         \
+  SS_DEFINE_RUNS(runs_##TAG##_8, runs_blocks<8, QT>)     \
+  SS_DEFINE_RUNS(runs_##TAG##_16, runs_blocks<16, QT>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_32, runs_blocks<32, QT>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_64, runs_blocks<64, QT>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_128, runs_blocks<128, QT>) \
+  SS_DEFINE_RUNS(runs_##TAG##_0, runs_blocks<0, QT>)     \
+  RunsFn pick_##TAG(int hd, int) { return SS_BY_HEAD_SIZE(TAG); }
 SS_FLOAT_FAMILY(f32, F32Elems)
 SS_FLOAT_FAMILY(f16, F16Elems)
 SS_FLOAT_FAMILY(bf16, BF16Elems)
 SS_QUANT_FAMILY(q8_0, GgmlType::Q8_0)
 SS_QUANT_FAMILY(q4_0, GgmlType::Q4_0)
 #undef SS_QUANT_FAMILY
+#undef SS_BY_HEAD_SIZE
 #undef SS_FLOAT_FAMILY
 #undef SS_DEFINE_RUNS
 #undef SS_RUNS_ARGS
