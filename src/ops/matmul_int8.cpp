@@ -1019,15 +1019,27 @@ void quantize_block(const float* x, int8_t* q, float* d_out, int32_t* half_sums)
 }
 }  // namespace
 
-bool int8_matmul_supported(const TensorView& w) {
+Int8Layout int8_layout(const TensorView& w) {
   // Whole blocks per row: 32 weights for Q4_0/Q8_0, 256 for the K-quants.
-  const bool kernel = cpu_has_vnni() ? int8_type(w.type) : cpu_usable(kCpuAvx2) && int8_avx2_type(w.type);
-  return kernel && w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems == 0;
+  const bool vnni = cpu_has_vnni();
+  if (!int8_type(w.type) || !(vnni || cpu_usable(kCpuAvx2)) ||
+      w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems != 0)
+    return Int8Layout::None;
+  if (can_interleave(w) && (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows)))
+    return Int8Layout::Interleaved;
+  return vnni || int8_avx2_plain_type(w.type) ? Int8Layout::Plain : Int8Layout::None;
+}
+
+bool int8_matmul_supported(const TensorView& w) {
+  const Int8Layout l = int8_layout(w);
+  if (l == Int8Layout::None) return false;
+  return cpu_has_vnni() || int8_avx2_plain_type(w.type) || w.interleaved != nullptr;
 }
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
-  // Without VNNI: AVX2 (Q4_0 interleaved or plain, Q8_0 plain).
+  // Without VNNI: AVX2 (Q4_0 and Q8_0 interleaved or plain, the K-quants
+  // interleaved).
   if (!cpu_has_vnni()) return matmul_int8_avx2_rows(w, xq, y, r0, r1);
   // Q6_K's scales are per 16 weights, finer than an AMX product's block of
   // 32: batches take the VNNI kernel too (q is filled for both layouts).
@@ -1045,7 +1057,6 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
 }
 
 bool int8_uses_amx(const TensorView& w, int n) { return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K; }
-bool int8_reads_interleaved(GgmlType t) { return cpu_has_vnni() || (t == GgmlType::Q4_0 && cpu_usable(kCpuAvx2)); }
 
 const char* int8_kernels() {
   if (!cpu_has_vnni()) return cpu_usable(kCpuAvx2) ? "avx2" : "none";
@@ -1069,7 +1080,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   SS_CHECK(false && "int8 matmul without a kernel");
 }
 bool int8_uses_amx(const TensorView&, int) { return false; }
-bool int8_reads_interleaved(GgmlType) { return false; }
+Int8Layout int8_layout(const TensorView&) { return Int8Layout::None; }
 const char* int8_kernels() { return "none"; }
 
 namespace {

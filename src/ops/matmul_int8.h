@@ -14,7 +14,7 @@
 // activation rows, AMX int8 tiles (16 x 16 x 32 per instruction) for batches
 // (not Q6_K, whose scales change every 16 weights: VNNI for every batch);
 // without VNNI (or under the cap avx2 of util/cpu_features.h), AVX2 for
-// Q4_0 and Q8_0 (ops/matmul_int8_avx2.h); matmul_int8_reference is their
+// all five (ops/matmul_int8_avx2.h); matmul_int8_reference is their
 // scalar twin. Where no kernel fits the type and CPU,
 // int8_matmul_supported() is false and callers keep the float path. What is bit-equal to what on each
 // kernel is stated once, in matmul.h (MatmulKernel).
@@ -59,11 +59,17 @@ struct QuantizedActs {
 // With a pool, rows are split across its threads (batches of 8 rows or more).
 void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, ThreadPool* pool = nullptr);
 
-// W's type and row length fit, and this CPU has a kernel for them.
+// W's type and row length fit, and this CPU has a kernel for W as it is laid
+// out now (AVX2 reads Q4_K, Q5_K and Q6_K only from their interleaved copy).
 bool int8_matmul_supported(const TensorView& w);
-// Whether the int8 kernels now read an interleaved copy of a matrix of type
-// t where it has one (VNNI and AMX: every int8 type; AVX2: Q4_0 only).
-bool int8_reads_interleaved(GgmlType t);
+// What the int8 kernels read of W on this CPU and cap once the runtime has
+// laid it out (runtime/kernel_layouts.h): nothing (no kernel: the float
+// path), its plain rows, or its interleaved copy (ops/interleave.h). VNNI:
+// every int8 type interleaved where its shape allows, except where AMX
+// tiles take its batches (they read plain rows; Q4_0 excepted); AVX2: the
+// same five types, the K-quants only where they can be interleaved.
+enum class Int8Layout { None, Plain, Interleaved };
+Int8Layout int8_layout(const TensorView& w);
 // Whether n activation rows against W take the AMX tiles (else VNNI).
 bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are

@@ -13,7 +13,7 @@
 
 namespace ss {
 
-bool int8_avx2_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
+bool int8_avx2_plain_type(GgmlType t) { return t == GgmlType::Q4_0 || t == GgmlType::Q8_0; }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
@@ -28,6 +28,24 @@ SS_AVX2 inline float half_at(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
+}
+
+// Four activations (one 32-bit lane) in every lane.
+SS_AVX2 inline __m256i broadcast4(const int8_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Eight unsigned / signed bytes, eight f16 values as eight floats.
+SS_AVX2 inline __m256 floats_u8(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+SS_AVX2 inline __m256 floats_i8(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+SS_AVX2 inline __m256 floats_f16(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 SS_AVX2 inline float hsum(__m256 v) {
@@ -180,15 +198,266 @@ SS_AVX2 void interleaved_q4_0_tile(const uint8_t* group, const QuantizedActs& xq
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + k * y_stride + 8 * h, acc[k][h]);
 }
 
-// Groups of 16 rows, two activation rows per pass (16 vector registers).
-SS_AVX2 void interleaved_q4_0_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+// The interleaved layouts put rows 0-7 of a 64-byte chunk in its first 32
+// bytes and rows 8-15 in the other: one register per half-group, lanes =
+// rows. The K-quant tiles take H = 2 halves for one activation row and H = 1
+// (called once per half) for two, so that their accumulators fit in 16
+// vector registers; a half's second pass reads the group from L1/L2.
+
+// Q8_0 interleaved (ops/interleave.h: weights stored + 128) against NT
+// activation rows from t0: per block, eight chunks of four weights per row
+// against four activations each. vpmaddubsw takes |w| against x with w's
+// sign, so a pair of products (at most 2 * 128 * 127) never saturates int16.
+template <int NT>
+SS_AVX2 void interleaved_q8_0_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  const int64_t nb = xq.blocks(), cols = xq.cols;
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
+  __m256 acc[NT][2];
+  for (int k = 0; k < NT; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = group + b * kQ8InterleavedBlockBytes;
+    for (int line = 0; line < kQ8InterleavedBlockBytes; line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + 4 * kQ8InterleavedBlockBytes + line), _MM_HINT_T0);
+    __m256i dot[NT][2];
+    for (int k = 0; k < NT; ++k) dot[k][0] = dot[k][1] = _mm256_setzero_si256();
+    for (int j = 0; j < 8; ++j) {
+      __m256i ws[2], wa[2];
+      for (int h = 0; h < 2; ++h) {
+        ws[h] = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 + 64 * j + 32 * h)), flip);
+        wa[h] = _mm256_abs_epi8(ws[h]);  // -128 stays 0x80: 128 unsigned
+      }
+      for (int k = 0; k < NT; ++k) {
+        const __m256i xb = broadcast4(xq.q.data() + (t0 + k) * cols + b * kActBlock + 4 * j);
+        for (int h = 0; h < 2; ++h)
+          dot[k][h] = _mm256_add_epi32(
+              dot[k][h], _mm256_madd_epi16(_mm256_maddubs_epi16(wa[h], _mm256_sign_epi8(xb, ws[h])), ones));
+      }
+    }
+    const __m256 dw[2] = {floats_f16(p), floats_f16(p + 16)};
+    for (int k = 0; k < NT; ++k) {
+      const __m256 dx = _mm256_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]);
+      for (int h = 0; h < 2; ++h)
+        acc[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[k][h]), _mm256_mul_ps(dw[h], dx), acc[k][h]);
+    }
+  }
+  for (int k = 0; k < NT; ++k)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + k * y_stride + 8 * h, acc[k][h]);
+}
+
+// Q4_K (Q5_K: kFive) interleaved against NT activation rows from t0, halves
+// h0..h0+H-1 of the group. Per pair p of sub-blocks, chunk c's low nibbles
+// (sub-block 2p, 0..15; Q5_K with its fifth bit, 0..31) meet activations
+// 64p + 4c.., its high nibbles (2p + 1) 64p + 32 + 4c..; vpmaddubsw pairs
+// (at most 2 * 31 * 127) add up in int16 over kRun chunks before one
+// vpmaddwd. Each sub-block's 8 integer dots take their scales times the
+// activation block's d; the mins times the activation blocks' d * sum are
+// taken out once per super-block, scaled by dmin as d scales the rest.
+template <bool kFive, int NT, int H>
+SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                                  int h0) {
+  constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
+  constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
+  constexpr int kRun = kFive ? 4 : 8;  // 4 * 2 * 31 * 127 and 8 * 2 * 15 * 127 < 32768
+  const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
+  const __m256i low = _mm256_set1_epi8(0x0F), fifth = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1);
+  __m256 acc[NT][H];
+  for (int k = 0; k < NT; ++k)
+    for (int h = 0; h < H; ++h) acc[k][h] = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < ns; ++sb) {
+    const uint8_t* p = group + sb * kSuperBytes;
+    __m256 sums[NT][H];
+    for (int k = 0; k < NT; ++k)
+      for (int h = 0; h < H; ++h) sums[k][h] = _mm256_setzero_ps();
+    for (int pair = 0; pair < 4; ++pair) {
+      const uint8_t* pp = p + kQ4KIlNibbles + kPairBytes * pair;
+      __m256i dlo[NT][H], dhi[NT][H];
+      for (int k = 0; k < NT; ++k)
+        for (int h = 0; h < H; ++h) dlo[k][h] = dhi[k][h] = _mm256_setzero_si256();
+      for (int c0 = 0; c0 < 8; c0 += kRun) {
+        __m256i slo[NT][H], shi[NT][H];
+        for (int k = 0; k < NT; ++k)
+          for (int h = 0; h < H; ++h) slo[k][h] = shi[k][h] = _mm256_setzero_si256();
+        for (int c = c0; c < c0 + kRun; ++c) {
+          const uint8_t* chunk = pp + 64 * c;
+          if (h0 == 0) {  // about one super-block of this group ahead
+            _mm_prefetch(reinterpret_cast<const char*>(chunk + kSuperBytes), _MM_HINT_T0);
+            if (kFive && c % 4 == 0)
+              _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kSuperBytes), _MM_HINT_T0);
+          }
+          for (int h = 0; h < H; ++h) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + 32 * (h0 + h)));
+            __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
+            if constexpr (kFive) {
+              const __m256i bits =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pp + 512 + 64 * (c / 4) + 32 * (h0 + h)));
+              const int at = 2 * (c % 4);  // the low nibble's fifth bit; the high one's at + 1
+              const __m256i lo5 = at <= 4 ? _mm256_sll_epi16(bits, _mm_cvtsi32_si128(4 - at))
+                                          : _mm256_srl_epi16(bits, _mm_cvtsi32_si128(at - 4));
+              const __m256i hi5 = at + 1 <= 4 ? _mm256_sll_epi16(bits, _mm_cvtsi32_si128(3 - at))
+                                              : _mm256_srl_epi16(bits, _mm_cvtsi32_si128(at - 3));
+              lo = _mm256_or_si256(lo, _mm256_and_si256(lo5, fifth));
+              hi = _mm256_or_si256(hi, _mm256_and_si256(hi5, fifth));
+            }
+            for (int k = 0; k < NT; ++k) {
+              const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
+              slo[k][h] = _mm256_add_epi16(slo[k][h], _mm256_maddubs_epi16(lo, broadcast4(x)));
+              shi[k][h] = _mm256_add_epi16(shi[k][h], _mm256_maddubs_epi16(hi, broadcast4(x + 32)));
+            }
+          }
+        }
+        for (int k = 0; k < NT; ++k)
+          for (int h = 0; h < H; ++h) {
+            dlo[k][h] = _mm256_add_epi32(dlo[k][h], _mm256_madd_epi16(slo[k][h], ones));
+            dhi[k][h] = _mm256_add_epi32(dhi[k][h], _mm256_madd_epi16(shi[k][h], ones));
+          }
+      }
+      for (int h = 0; h < H; ++h) {
+        const __m256 sc_lo = floats_u8(p + kQ4KIlScales + 32 * pair + 8 * (h0 + h));
+        const __m256 sc_hi = floats_u8(p + kQ4KIlScales + 32 * pair + 16 + 8 * (h0 + h));
+        for (int k = 0; k < NT; ++k) {
+          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);
+          sums[k][h] =
+              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo[k][h]), _mm256_mul_ps(sc_lo, _mm256_set1_ps(xq.d[a])), sums[k][h]);
+          sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi[k][h]), _mm256_mul_ps(sc_hi, _mm256_set1_ps(xq.d[a + 1])),
+                                       sums[k][h]);
+        }
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      const __m256 d = floats_f16(p + 16 * (h0 + h)), dmin = floats_f16(p + kQ4KIlDmin + 16 * (h0 + h));
+      for (int k = 0; k < NT; ++k) {
+        __m256 mins = _mm256_setzero_ps();
+        for (int j = 0; j < 8; ++j) {
+          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
+          mins = _mm256_fmadd_ps(floats_u8(p + kQ4KIlMins + 16 * j + 8 * (h0 + h)),
+                                 _mm256_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), mins);
+        }
+        acc[k][h] = _mm256_fmadd_ps(d, sums[k][h], _mm256_fnmadd_ps(dmin, mins, acc[k][h]));
+      }
+    }
+  }
+  for (int k = 0; k < NT; ++k)
+    for (int h = 0; h < H; ++h) _mm256_storeu_ps(y + k * y_stride + 8 * (h0 + h), acc[k][h]);
+}
+
+// Q6_K interleaved against NT activation rows from t0, halves h0..h0+H-1.
+// Per pair p, chunk c's nibbles and its two top bits (from the shared
+// high-bit chunk c / 2) make unsigned 6-bit weights of 64p + 4c.. (low) and
+// 64p + 32 + 4c.. (high); chunks 4q..4q+3 cover sub-blocks 4p + q (low) and
+// 4p + 2 + q (high) of 16 weights, whose integer sums start at -32 times their
+// activations' sum (the offset of v - 32) and take their int8 scales times
+// the activation block's d. vpmaddubsw pairs (at most 2 * 63 * 127) of two
+// chunks add up in int16 before one vpmaddwd.
+template <int NT, int H>
+SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                                  int h0) {
+  const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
+  const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
+  __m256 acc[NT][H];
+  for (int k = 0; k < NT; ++k)
+    for (int h = 0; h < H; ++h) acc[k][h] = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < ns; ++sb) {
+    const uint8_t* blk = group + sb * kQ6KInterleavedBytes;
+    __m256 sums[NT][H];
+    for (int k = 0; k < NT; ++k)
+      for (int h = 0; h < H; ++h) sums[k][h] = _mm256_setzero_ps();
+    for (int pair = 0; pair < 4; ++pair) {
+      const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
+      for (int q = 0; q < 2; ++q) {
+        __m256i dlo[NT][H], dhi[NT][H];
+        for (int k = 0; k < NT; ++k) {
+          const int32_t* s16 = xq.sum16.data() + (t0 + k) * 2 * nb + sb * 16 + 4 * pair + q;
+          for (int h = 0; h < H; ++h) {
+            dlo[k][h] = _mm256_set1_epi32(-32 * s16[0]);
+            dhi[k][h] = _mm256_set1_epi32(-32 * s16[2]);
+          }
+        }
+        for (int hh = 2 * q; hh < 2 * q + 2; ++hh) {
+          if (h0 == 0)
+            for (int line : {0, 256, 512})
+              _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + line + 64 * hh), _MM_HINT_T0);
+          for (int h = 0; h < H; ++h) {
+            const __m256i hb =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ6KIlHighBits + 64 * hh + 32 * (h0 + h)));
+            __m256i slo[NT], shi[NT];
+            for (int half = 0; half < 2; ++half) {
+              const int c = 2 * hh + half;
+              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * (h0 + h)));
+              // Bits 0-1 / 2-3 (chunk 2hh) or 4-5 / 6-7 (chunk 2hh + 1) to bits 4-5.
+              const __m256i top_lo = half == 0 ? _mm256_slli_epi16(hb, 4) : hb;
+              const __m256i top_hi = half == 0 ? _mm256_slli_epi16(hb, 2) : _mm256_srli_epi16(hb, 2);
+              const __m256i wl = _mm256_or_si256(_mm256_and_si256(v, low), _mm256_and_si256(top_lo, top));
+              const __m256i wh =
+                  _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), _mm256_and_si256(top_hi, top));
+              for (int k = 0; k < NT; ++k) {
+                const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
+                const __m256i pl = _mm256_maddubs_epi16(wl, broadcast4(x));
+                const __m256i ph = _mm256_maddubs_epi16(wh, broadcast4(x + 32));
+                slo[k] = half == 0 ? pl : _mm256_add_epi16(slo[k], pl);
+                shi[k] = half == 0 ? ph : _mm256_add_epi16(shi[k], ph);
+              }
+            }
+            for (int k = 0; k < NT; ++k) {
+              dlo[k][h] = _mm256_add_epi32(dlo[k][h], _mm256_madd_epi16(slo[k], ones));
+              dhi[k][h] = _mm256_add_epi32(dhi[k][h], _mm256_madd_epi16(shi[k], ones));
+            }
+          }
+        }
+        for (int h = 0; h < H; ++h) {
+          const __m256 sc_lo = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + q) + 8 * (h0 + h));
+          const __m256 sc_hi = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + 2 + q) + 8 * (h0 + h));
+          for (int k = 0; k < NT; ++k) {
+            const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);
+            sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo[k][h]), _mm256_mul_ps(sc_lo, _mm256_set1_ps(xq.d[a])),
+                                         sums[k][h]);
+            sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi[k][h]),
+                                         _mm256_mul_ps(sc_hi, _mm256_set1_ps(xq.d[a + 1])), sums[k][h]);
+          }
+        }
+      }
+    }
+    for (int h = 0; h < H; ++h) {
+      const __m256 d = floats_f16(blk + 16 * (h0 + h));
+      for (int k = 0; k < NT; ++k) acc[k][h] = _mm256_fmadd_ps(d, sums[k][h], acc[k][h]);
+    }
+  }
+  for (int k = 0; k < NT; ++k)
+    for (int h = 0; h < H; ++h) _mm256_storeu_ps(y + k * y_stride + 8 * (h0 + h), acc[k][h]);
+}
+
+// A K-quant tile over a whole group: both halves at once for one activation
+// row, one half at a time for two.
+template <GgmlType T, int NT>
+SS_AVX2 void kquant_group(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+  constexpr int H = NT == 1 ? 2 : 1;
+  for (int h0 = 0; h0 < 2; h0 += H) {
+    if constexpr (T == GgmlType::Q6_K)
+      interleaved_q6k_tile<NT, H>(group, xq, t0, y, y_stride, h0);
+    else
+      interleaved_k45_tile<T == GgmlType::Q5_K, NT, H>(group, xq, t0, y, y_stride, h0);
+  }
+}
+
+// Groups of 16 rows of an interleaved matrix, two activation rows per pass
+// (16 vector registers), each group met by every activation row while its
+// bytes are still in L1/L2.
+template <GgmlType T>
+SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;
+    auto tile = [&]<int NT>(int t) {
+      if constexpr (T == GgmlType::Q4_0)
+        interleaved_q4_0_tile<NT>(group, xq, t, yg + t * rows, rows);
+      else if constexpr (T == GgmlType::Q8_0)
+        interleaved_q8_0_tile<NT>(group, xq, t, yg + t * rows, rows);
+      else
+        kquant_group<T, NT>(group, xq, t, yg + t * rows, rows);
+    };
     int t = 0;
-    for (; t + 2 <= xq.n; t += 2) interleaved_q4_0_tile<2>(group, xq, t, yg + t * rows, rows);
-    if (t < xq.n) interleaved_q4_0_tile<1>(group, xq, t, yg + t * rows, rows);
+    for (; t + 2 <= xq.n; t += 2) tile.template operator()<2>(t);
+    if (t < xq.n) tile.template operator()<1>(t);
   }
 }
 #undef SS_AVX2
@@ -196,11 +465,25 @@ SS_AVX2 void interleaved_q4_0_matmul(const TensorView& w, const QuantizedActs& x
 }  // namespace
 
 void matmul_int8_avx2_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
-  SS_CHECK(int8_avx2_type(w.type) && xq.cols == w.ne0 && w.ne0 % kActBlock == 0);
-  if (w.type == GgmlType::Q4_0 && w.interleaved != nullptr) {
+  SS_CHECK(xq.cols == w.ne0 && w.ne0 % kActBlock == 0);
+  if (w.interleaved != nullptr) {
     SS_CHECK(r0 % kInterleaveRows == 0 && (r1 % kInterleaveRows == 0 || r1 == w.ne1));
-    return interleaved_q4_0_matmul(w, xq, y, r0, r1);
+    switch (w.type) {
+      case GgmlType::Q4_0:
+        return interleaved_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
+      case GgmlType::Q8_0:
+        return interleaved_matmul<GgmlType::Q8_0>(w, xq, y, r0, r1);
+      case GgmlType::Q4_K:
+        return interleaved_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
+      case GgmlType::Q5_K:
+        return interleaved_matmul<GgmlType::Q5_K>(w, xq, y, r0, r1);
+      case GgmlType::Q6_K:
+        return interleaved_matmul<GgmlType::Q6_K>(w, xq, y, r0, r1);
+      default:
+        break;
+    }
   }
+  SS_CHECK(int8_avx2_plain_type(w.type));
   if (w.type == GgmlType::Q4_0)
     avx2_matmul<GgmlType::Q4_0>(w, xq, y, r0, r1);
   else

@@ -1,10 +1,10 @@
 #pragma once
 // Int8-activation kernels for AVX2 CPUs without AVX-512 VNNI (Haswell to
-// Raptor Lake, Zen 1-3): Q4_0 (its interleaved copy where it has one, else
-// plain rows) and Q8_0 (plain rows), the same integer dot per (weight block,
-// activation block) as matmul_int8_reference (vpmaddubsw + vpmaddwd instead
-// of vpdpbusd), scaled and summed in floats. Internal to ops/:
-// matmul_int8.cpp dispatches here.
+// Raptor Lake, Zen 1-3): Q4_0 and Q8_0 on their interleaved copies where they
+// have one, else on plain rows; Q4_K, Q5_K and Q6_K on their interleaved
+// copies only. The same integer dot per (weight block, activation block) as
+// matmul_int8_reference (vpmaddubsw + vpmaddwd instead of vpdpbusd), scaled
+// and summed in floats. Internal to ops/: matmul_int8.cpp dispatches here.
 #include <cstdint>
 
 #include "format/tensor.h"
@@ -12,11 +12,12 @@
 
 namespace ss {
 
-// W's type has an AVX2 kernel (the caller checks the CPU and row length).
-bool int8_avx2_type(GgmlType t);
+// W's type has an AVX2 kernel for plain rows (Q4_0, Q8_0); the K-quants have
+// one for interleaved copies only (the caller checks the CPU and row length).
+bool int8_avx2_plain_type(GgmlType t);
 
 // Rows [r0, r1) of Y = X · Wᵀ, Y [xq.n x W.ne1] (r0, r1 multiples of 16 but
-// at W's end when Q4_0 is interleaved). Needs AVX2.
+// at W's end when W is interleaved). Needs AVX2.
 void matmul_int8_avx2_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
 
 }  // namespace ss

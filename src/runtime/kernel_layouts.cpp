@@ -17,7 +17,7 @@ namespace {
 template <typename M, typename F>
 void for_each_int8_matrix(M& model, F&& f) {
   auto visit = [&](auto& w) {
-    if (int8_matmul_supported(w)) f(w);
+    if (int8_layout(w) != Int8Layout::None) f(w);
   };
   visit(model.output);
   for (auto& l : model.layers) {
@@ -41,13 +41,7 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
   // One arena for all copies: whole huge pages, no rounding per matrix.
   constexpr size_t kAlign = 64;
   auto bytes = [](const TensorView& w) { return row_bytes(w.type, w.ne0) * static_cast<size_t>(w.ne1); };
-  // Types other than Q4_0 are interleaved only where their batches do not
-  // take the AMX tiles, which read them as plain rows (Q6_K never does);
-  // under AVX2 only Q4_0 (its kernels read the other types' plain rows).
-  auto interleaved = [](const TensorView& w) {
-    return int8_reads_interleaved(w.type) && can_interleave(w) &&
-           (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows));
-  };
+  auto interleaved = [](const TensorView& w) { return int8_layout(w) == Int8Layout::Interleaved; };
   auto arena_bytes = [&](const TensorView& w) {
     return ((interleaved(w) ? interleaved_bytes(w) : bytes(w)) + kAlign - 1) / kAlign * kAlign;
   };

@@ -124,9 +124,10 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
 // within float rounding (2e-6 of the sum of |terms|), and Fast batches
 // within that bound (int8 kernels) or bf16 rounding. Bit-equality with the
 // plain layout only where matmul.h promises it: the AMX tile paths (int8
-// and bf16), which transpose its blocks back to rows, and AVX2 for the
-// types it reads as plain rows (all but Q4_0). VNNI sums the
-// interleaved blocks in another order, so there it may differ in the last bit.
+// and bf16), which transpose its blocks back to rows. VNNI and AVX2 sum the
+// interleaved blocks in another order, so there they may differ in the last
+// bit. (AVX2 reads K-quants only interleaved: plain K-quant rows take the
+// float path there.)
 void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int> col_counts) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -135,11 +136,11 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
     for (int rows : {16, 48, 80}) {
       std::vector<uint8_t> storage;
       const TensorView w = random_weights(type, rows, cols, rng, storage);
-      if (!int8_matmul_supported(w)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
       std::vector<uint8_t> copy(interleaved_bytes(w));
       interleave(w, copy.data());
       TensorView iw = w;
       iw.interleaved = copy.data();
+      if (!int8_matmul_supported(iw)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
       for (int n : {1, 2, 3, 4, 5, 9, 17, 33}) {
         std::vector<float> x(static_cast<size_t>(n) * cols);
         for (auto& v : x) v = u(rng);
@@ -156,9 +157,10 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
         }
         for (CpuLevel level : cpu_levels_to_test()) {
           ScopedCpuCap cap(level);
-          if (!int8_matmul_supported(w)) continue;  // no int8 kernel at this level
+          if (!int8_matmul_supported(iw)) continue;  // no int8 kernel at this level
+          const bool plain_int8 = int8_matmul_supported(w);
           for (ActQuant aq : {ActQuant::Int8, ActQuant::Fast}) {
-            const MatmulKernel kernel = matmul_kernel(w, n, aq);
+            const MatmulKernel kernel = matmul_kernel(iw, n, aq);
             for (ThreadPool* pool : {&pool1, &pool2}) {
               std::vector<float> y(twin.size(), NAN), plain(twin.size(), NAN);
               matmul(iw, x.data(), n, y.data(), *pool, aq);
@@ -175,12 +177,16 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
                 ASSERT_NE(kernel, MatmulKernel::Float) << what;
                 for (size_t o = 0; o < y.size(); ++o) {
                   ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " out=" << o;
-                  ASSERT_NEAR(plain[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " plain out=" << o;
+                  if (plain_int8)
+                    ASSERT_NEAR(plain[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " plain out=" << o;
                 }
               }
-              if (kernel == MatmulKernel::Int8Amx || kernel == MatmulKernel::Bf16Amx ||
-                  (kernel == MatmulKernel::Int8Avx2 && type != GgmlType::Q4_0))
-                EXPECT_EQ(y, plain) << what;
+              if (kernel == MatmulKernel::Int8Amx || kernel == MatmulKernel::Bf16Amx) EXPECT_EQ(y, plain) << what;
+              if (!plain_int8) {  // the float path on the plain rows: the exact reference
+                std::vector<float> exact(twin.size(), NAN);
+                matmul(w, x.data(), n, exact.data(), *pool, ActQuant::None);
+                EXPECT_EQ(plain, exact) << what;
+              }
             }
           }
         }
@@ -256,6 +262,82 @@ TEST(Int8Matmul, ExtremeBlocksAreExactOnEveryKernel) {
           ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
               << type_name(static_cast<uint32_t>(t)) << " n=" << n << " out=" << o << " "
               << matmul_kernel_name(matmul_kernel(w, n, ActQuant::Int8));
+      });
+    }
+  }
+}
+
+// The same at the ends of every interleaved type's range, read through its
+// interleaved copy: rows alternate between all-zero and all-one quant bytes
+// (Q8_0: -128 and 127; the K-quants' 6-bit scales and mins at 63, Q6_K's int8
+// scales at 127), against activation rows of one sign throughout (the
+// longest runs of the largest products: the AVX2 kernels add vpmaddubsw
+// pairs in int16 over several chunks) and of alternating sign.
+TEST(Int8Matmul, ExtremeInterleavedBlocksAreExactOnEveryKernel) {
+  constexpr int kCols = 512, kRows = 32;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const auto traits = type_traits(static_cast<uint32_t>(t));
+    const int64_t per_row = kCols / traits->block_elems;
+    const size_t bb = traits->block_bytes, rb = row_bytes(t, kCols);
+    std::vector<uint8_t> storage(rb * kRows);
+    for (int r = 0; r < kRows; ++r)
+      for (int64_t b = 0; b < per_row; ++b) {
+        uint8_t* blk = storage.data() + r * rb + b * bb;
+        const bool high = (r + b) % 2 == 1;
+        std::memset(blk, high ? 0xFF : 0x00, bb);
+        const uint16_t d = fp32_to_fp16(0.01f + 0.001f * r), dmin = fp32_to_fp16(0.005f);
+        switch (t) {
+          case GgmlType::Q8_0:
+            std::memset(blk + 2, high ? 0x7F : 0x80, 32);
+            std::memcpy(blk, &d, 2);
+            break;
+          case GgmlType::Q4_K:
+          case GgmlType::Q5_K:
+            std::memcpy(blk, &d, 2);
+            std::memcpy(blk + 2, &dmin, 2);
+            std::memset(blk + 4, 0xFF, 12);
+            break;
+          case GgmlType::Q6_K:
+            std::memset(blk + 192, 127, 16);
+            std::memcpy(blk + 208, &d, 2);
+            break;
+          default:  // Q4_0
+            std::memcpy(blk, &d, 2);
+            break;
+        }
+      }
+    TensorView w;
+    w.type = t;
+    w.ne0 = kCols;
+    w.ne1 = kRows;
+    w.data = storage.data();
+    ASSERT_TRUE(can_interleave(w));
+    std::vector<uint8_t> copy(interleaved_bytes(w));
+    interleave(w, copy.data());
+    TensorView iw = w;
+    iw.interleaved = copy.data();
+    for (int n : {1, 2, 3, 4, 5}) {
+      std::vector<float> x(static_cast<size_t>(n) * kCols);
+      for (int k = 0; k < n; ++k)
+        for (int i = 0; i < kCols; ++i) x[k * kCols + i] = (k % 2 == 0 || (i / 8) % 2 ? 1.0f : -1.0f) * (k + 1);
+      QuantizedActs xq;
+      quantize_acts(x.data(), n, kCols, xq);
+      std::vector<float> twin(static_cast<size_t>(n) * kRows), scale(twin.size(), 0.0f), wrow(kCols);
+      matmul_int8_reference(w, xq, twin.data());
+      for (int r = 0; r < kRows; ++r) {
+        dequantize_row(t, w.row(r), wrow.data(), kCols);
+        for (int k = 0; k < n; ++k)
+          for (int i = 0; i < kCols; ++i) scale[k * kRows + r] += std::fabs(wrow[i] * x[k * kCols + i]);
+      }
+      ThreadPool pool(1);
+      ss::test::at_every_cpu_level([&] {
+        if (!int8_matmul_supported(iw)) return;
+        std::vector<float> y(twin.size(), NAN);
+        matmul(iw, x.data(), n, y.data(), pool, ActQuant::Int8);
+        for (size_t o = 0; o < y.size(); ++o)
+          ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
+              << type_name(static_cast<uint32_t>(t)) << " n=" << n << " out=" << o << " "
+              << matmul_kernel_name(matmul_kernel(iw, n, ActQuant::Int8));
       });
     }
   }
