@@ -92,6 +92,57 @@ struct F16Elems {
   }
   static SS_ALWAYS_INLINE float one(const T* p) { return fp16_to_fp32(*p); }
 };
+#if defined(__x86_64__) && defined(__GNUC__)
+// Half floats in the AVX2 and AVX-512 clones (kZmm): vcvtph2ps, one
+// instruction where the bit conversion takes ten, through inline assembly
+// (ops/clones.h: the clones' shared code cannot inline the F16C
+// intrinsics). Exact, as the bit conversion is: the clones' results do not
+// change. The AVX2 clone converts 8-lane rows only: GCC moves a 16-lane
+// vector put together from two asm results through the stack element by
+// element, slower than the bit conversion's vector operations.
+template <bool kZmm>
+struct F16cElems {
+  using T = uint16_t;
+  static SS_ALWAYS_INLINE Eight load8(const T* p) {
+    Eight out;
+    asm("vcvtph2ps %1, %0" : "=x"(out) : "m"(*reinterpret_cast<const F16Elems::H8*>(p)));
+    return out;
+  }
+  static SS_ALWAYS_INLINE Lanes load16(const T* p) {
+    if constexpr (kZmm) {
+      Lanes out;
+      asm("vcvtph2ps %1, %0" : "=v"(out) : "m"(*reinterpret_cast<const F16Elems::H16*>(p)));
+      return out;
+    } else {
+      return F16Elems::load16(p);
+    }
+  }
+  static SS_ALWAYS_INLINE Lanes load8x2(const T* a, const T* b) {
+    if constexpr (kZmm)
+      return __builtin_shufflevector(load8(a), load8(b), 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    else
+      return F16Elems::load8x2(a, b);
+  }
+  static SS_ALWAYS_INLINE float one(const T* p) { return fp16_to_fp32(*p); }
+};
+#endif
+
+// The element loader a clone at level L reads a cache of element type E with.
+template <class E, CloneLevel L>
+struct ClonedElems {
+  using type = E;
+};
+#if defined(__x86_64__) && defined(__GNUC__)
+template <CloneLevel L>
+struct ClonedElems<F16Elems, L> {
+  using type = F16cElems<L == CloneLevel::Avx512>;
+};
+template <>
+struct ClonedElems<F16Elems, CloneLevel::Baseline> {
+  using type = F16Elems;
+};
+#endif
+
 struct BF16Elems {
   using T = uint16_t;
   using H16 = F16Elems::H16;
@@ -129,6 +180,21 @@ SS_ALWAYS_INLINE float lanes_max(Lanes t) {
 SS_ALWAYS_INLINE float lanes_sum(Lanes t) {
   t += __builtin_shufflevector(t, t, 8, 9, 10, 11, 12, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0);
   t += __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+// The same trees over a chunk held as two 8-lane halves (lo: lanes 0-7):
+// their first step is lo against hi, so the results are lanes_max's and
+// lanes_sum's bit for bit.
+SS_ALWAYS_INLINE float halves_max(Eight lo, Eight hi) {
+  Eight t = hi > lo ? hi : lo;
+  t = __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 0, 0, 0) > t ? __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 0, 0, 0)
+                                                                : t;
+  const float a = t[0] > t[2] ? t[0] : t[2], b = t[1] > t[3] ? t[1] : t[3];
+  return a > b ? a : b;
+}
+SS_ALWAYS_INLINE float halves_sum(Eight lo, Eight hi) {
+  Eight t = lo + hi;
+  t += __builtin_shufflevector(t, t, 4, 5, 6, 7, 0, 0, 0, 0);
   return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
@@ -172,6 +238,43 @@ SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const typename E::T* k_
     for (int c = 1; c < C; ++c) sum += a[h][c];
     out[h] = sum * scale;
   }
+}
+
+// chunk_scores_heads with the chunk as two 8-lane halves (out[h][0]: keys
+// 0-7): what the AVX2 clone runs, since GCC moves 16-lane vectors built from
+// parts, and 16-lane compares, through the stack element by element where
+// the registers are 8 lanes wide. One or two heads: two chains per half.
+template <int HD, int NH, class E>
+SS_ALWAYS_INLINE void chunk_scores_heads8(const float* q, const typename E::T* k_cols, int col_stride, int hd_runtime,
+                                          float scale, Eight (*out)[2]) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  constexpr int C = NH <= 2 ? 2 : 1;
+  Eight a[NH][2][C] = {};
+  int d = 0;
+  for (; d + C <= hd; d += C)
+    for (int c = 0; c < C; ++c) {
+      const typename E::T* row = k_cols + static_cast<long>(d + c) * col_stride;
+      const Eight k0 = E::load8(row), k1 = E::load8(row + 8);
+      for (int h = 0; h < NH; ++h) {
+        const float qv = q[h * hd + d + c];
+        a[h][0][c] += qv * k0;
+        a[h][1][c] += qv * k1;
+      }
+    }
+  for (; d < hd; ++d) {
+    const typename E::T* row = k_cols + static_cast<long>(d) * col_stride;
+    const Eight k0 = E::load8(row), k1 = E::load8(row + 8);
+    for (int h = 0; h < NH; ++h) {
+      a[h][0][0] += q[h * hd + d] * k0;
+      a[h][1][0] += q[h * hd + d] * k1;
+    }
+  }
+  for (int h = 0; h < NH; ++h)
+    for (int half = 0; half < 2; ++half) {
+      Eight sum = a[h][half][0];
+      for (int c = 1; c < C; ++c) sum += a[h][half][c];
+      out[h][half] = sum * scale;
+    }
 }
 }  // namespace
 
@@ -415,6 +518,51 @@ SS_ALWAYS_INLINE Lanes shape_scores(Lanes sc, int lo, int hi, int h, int r0, flo
   return SS_LANES_BETWEEN(lo, hi) ? sc : Lanes{} - INFINITY;
 }
 
+// head_chunk_scores over two 8-lane halves (chunk_scores_heads8): out[0]
+// keys 0-7, out[1] keys 8-15.
+template <int HD, class E>
+SS_ALWAYS_INLINE void head_chunk_scores8(const float* q, int g, int h, const typename E::T* kc, int kc_stride, int hd,
+                                         float scale, Eight (*block)[2], Eight* out) {
+  constexpr bool kSmall = HD > 0 && HD <= 16;
+  if (g == 1 || (g < 4 && !kSmall)) {
+    Eight one[1][2];
+    chunk_scores_heads8<HD, 1, E>(q + h * hd, kc, kc_stride, hd, scale, one);
+    out[0] = one[0][0];
+    out[1] = one[0][1];
+    return;
+  }
+  if (h % 4 == 0) {
+    const int nh = g - h < 4 ? g - h : 4;
+    if (nh == 4)
+      chunk_scores_heads8<HD, 4, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nh == 3)
+      chunk_scores_heads8<HD, 3, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nh == 2)
+      chunk_scores_heads8<HD, 2, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else
+      chunk_scores_heads8<HD, 1, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+  }
+  out[0] = block[h % 4][0];
+  out[1] = block[h % 4][1];
+}
+
+// shape_scores for the half of a chunk whose first key is r0 (lanes outside
+// [lo, hi), counted from that key, masked).
+typedef uint32_t EightIndex __attribute__((vector_size(sizeof(Eight))));
+SS_ALWAYS_INLINE Eight shape_scores8(Eight sc, int lo, int hi, int h, int r0, float col0, const AttnScoring* scoring) {
+  if (scoring) {
+    if (const float cap = scoring->softcap; cap > 0)
+      for (int r = 0; r < 8; ++r) sc[r] = cap * std::tanh(sc[r] / cap);
+    if (scoring->slopes) {
+      const Eight lane_f = {0, 1, 2, 3, 4, 5, 6, 7};
+      sc += scoring->slopes[h] * (lane_f + (col0 + static_cast<float>(r0)));
+    }
+  }
+  const EightIndex inside =
+      (EightIndex{0, 1, 2, 3, 4, 5, 6, 7} - static_cast<uint32_t>(lo)) < static_cast<uint32_t>(hi - lo);
+  return inside ? sc : Eight{} - INFINITY;
+}
+
 // One chunk of a span: keys [r0 + lo, r0 + hi) of run `run`.
 struct SpanPiece {
   int run, r0, lo, hi;
@@ -457,12 +605,27 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
         for (int d = 0; d < hd; ++d)
           for (int r = 0; r < kChunk; ++r)
             pad[d * kChunk + r] = r >= lo && r < hi ? E::one(kc + static_cast<long>(d) * run.kv.col_stride + r) : 0.0f;
-      Lanes block[4];
-      for (int h = 0; h < g; ++h) {
-        const Lanes sc = padded ? head_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
-                                : head_chunk_scores<HD, E>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
-        const Lanes shaped = shape_scores(sc, lo, hi, h, r0, run.col0, scoring);
-        std::memcpy(p + h * kAttnSpan + np * kChunk, &shaped, sizeof shaped);
+      if constexpr (W) {
+        Lanes block[4];
+        for (int h = 0; h < g; ++h) {
+          const Lanes sc = padded ? head_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
+                                  : head_chunk_scores<HD, E>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
+          const Lanes shaped = shape_scores(sc, lo, hi, h, r0, run.col0, scoring);
+          std::memcpy(p + h * kAttnSpan + np * kChunk, &shaped, sizeof shaped);
+        }
+      } else {
+        Eight block[4][2], sc[2];
+        for (int h = 0; h < g; ++h) {
+          if (padded)
+            head_chunk_scores8<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block, sc);
+          else
+            head_chunk_scores8<HD, E>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block, sc);
+          for (int half = 0; half < 2; ++half) {
+            const Eight shaped =
+                shape_scores8(sc[half], lo - 8 * half, hi - 8 * half, h, r0 + 8 * half, run.col0, scoring);
+            std::memcpy(p + h * kAttnSpan + np * kChunk + 8 * half, &shaped, sizeof shaped);
+          }
+        }
       }
       pieces[np++] = SpanPiece{ri, r0, lo, hi};
       r0 += kChunk;
@@ -471,12 +634,24 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
     // (2) Softmax bookkeeping once per head and span.
     for (int h = 0; h < g; ++h) {
       float* ph = p + h * kAttnSpan;
-      Lanes vmax = load_lanes(ph);
-      for (int c = 1; c < np; ++c) {
-        const Lanes x = load_lanes(ph + c * kChunk);
-        vmax = x > vmax ? x : vmax;
+      float span_max;
+      if constexpr (W) {
+        Lanes vmax = load_lanes(ph);
+        for (int c = 1; c < np; ++c) {
+          const Lanes x = load_lanes(ph + c * kChunk);
+          vmax = x > vmax ? x : vmax;
+        }
+        span_max = lanes_max(vmax);
+      } else {
+        Eight lo = load8(ph), hi = load8(ph + 8);
+        for (int c = 1; c < np; ++c) {
+          const Eight x = load8(ph + c * kChunk), y = load8(ph + c * kChunk + 8);
+          lo = x > lo ? x : lo;
+          hi = y > hi ? y : hi;
+        }
+        span_max = halves_max(lo, hi);
       }
-      const float mx = std::max(lanes_max(vmax), m[h]);
+      const float mx = std::max(span_max, m[h]);
       if (mx != m[h]) {
         const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
         m[h] = mx;
@@ -484,14 +659,27 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
         float* __restrict__ a = acc + h * hd;
         for (int d = 0; d < hd; ++d) a[d] *= corr;
       }
-      Lanes vsum = {};
-      for (int c = 0; c < np; ++c) {
-        const Lanes x = load_lanes(ph + c * kChunk);
-        const Lanes e = x == Lanes{} - INFINITY ? Lanes{} : exp_nonpositive(x - mx);
-        vsum += e;
-        std::memcpy(ph + c * kChunk, &e, sizeof e);
+      if constexpr (W) {
+        Lanes vsum = {};
+        for (int c = 0; c < np; ++c) {
+          const Lanes x = load_lanes(ph + c * kChunk);
+          const Lanes e = x == Lanes{} - INFINITY ? Lanes{} : exp_nonpositive(x - mx);
+          vsum += e;
+          std::memcpy(ph + c * kChunk, &e, sizeof e);
+        }
+        l[h] += lanes_sum(vsum);
+      } else {
+        Eight vsum[2] = {};
+        for (int c = 0; c < np; ++c)
+          for (int half = 0; half < 2; ++half) {
+            float* at = ph + c * kChunk + 8 * half;
+            const Eight x = load8(at);
+            const Eight e = x == Eight{} - INFINITY ? Eight{} : exp_nonpositive(x - mx);
+            vsum[half] += e;
+            std::memcpy(at, &e, sizeof e);
+          }
+        l[h] += halves_sum(vsum[0], vsum[1]);
       }
-      l[h] += lanes_sum(vsum);
     }
     // (3) The chunks' V rows.
     for (int c = 0; c < np; ++c) {
@@ -625,11 +813,11 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
    const AttnScoring* sc)
 #define SS_RUNS_ARGS (g, runs, n_runs, hd, scale, m, l, acc, scratch, sc)
 #define SS_DEFINE_RUNS(NAME, ...)                 \
-  template <bool W>                               \
+  template <CloneLevel L>                         \
   SS_CLONE_IMPL void NAME##_impl SS_RUNS_PARAMS { \
     __VA_ARGS__ SS_RUNS_ARGS;                     \
   }                                               \
-  SS_CLONED_WIDE(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS)
+  SS_CLONED_BY_LEVEL(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS)
 
 // runs_<TAG>_<head size> for head size hd: the sizes with their own clones, else 0.
 #define SS_BY_HEAD_SIZE(TAG)      \
@@ -639,23 +827,25 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
    : hd == 64  ? runs_##TAG##_64  \
    : hd == 128 ? runs_##TAG##_128 \
                : runs_##TAG##_0)
+// The clone with 32 registers of 16 floats (span_update's W).
+constexpr CloneLevel kWide = CloneLevel::Avx512;
 // The compile-time head sizes the kernels unroll for (0: any other size), and
 // for head size 8 the group sizes too. Float-type blocks (K dimension-major)
 // are read through element loader E.
-#define SS_FLOAT_FAMILY(TAG, E)                                                        \
-  SS_DEFINE_RUNS(runs_##TAG##_8g1, span_update<8, E, 1, W>)                            \
-  SS_DEFINE_RUNS(runs_##TAG##_8g2, span_update<8, E, 2, W>)                            \
-  SS_DEFINE_RUNS(runs_##TAG##_8g4, span_update<8, E, 4, W>)                            \
-  SS_DEFINE_RUNS(runs_##TAG##_8, span_update<8, E, 0, W>)                              \
-  SS_DEFINE_RUNS(runs_##TAG##_16, span_update<16, E, 0, W>)                            \
-  SS_DEFINE_RUNS(runs_##TAG##_32, span_update<32, E, 0, W>)                            \
-  SS_DEFINE_RUNS(runs_##TAG##_64, span_update<64, E, 0, W>)                            \
-  SS_DEFINE_RUNS(runs_##TAG##_128, span_update<128, E, 0, W>)                          \
-  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, E, 0, W>)                              \
-  RunsFn pick_##TAG(int hd, int g) {                                                   \
-    if (hd == 8 && (g == 1 || g == 2 || g == 4))                                       \
-      return g == 1 ? runs_##TAG##_8g1 : g == 2 ? runs_##TAG##_8g2 : runs_##TAG##_8g4; \
-    return SS_BY_HEAD_SIZE(TAG);                                                       \
+#define SS_FLOAT_FAMILY(TAG, E)                                                                       \
+  SS_DEFINE_RUNS(runs_##TAG##_8g1, span_update<8, typename ClonedElems<E, L>::type, 1, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_8g2, span_update<8, typename ClonedElems<E, L>::type, 2, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_8g4, span_update<8, typename ClonedElems<E, L>::type, 4, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_8, span_update<8, typename ClonedElems<E, L>::type, 0, L == kWide>)     \
+  SS_DEFINE_RUNS(runs_##TAG##_16, span_update<16, typename ClonedElems<E, L>::type, 0, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_32, span_update<32, typename ClonedElems<E, L>::type, 0, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_64, span_update<64, typename ClonedElems<E, L>::type, 0, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_128, span_update<128, typename ClonedElems<E, L>::type, 0, L == kWide>) \
+  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, typename ClonedElems<E, L>::type, 0, L == kWide>)     \
+  RunsFn pick_##TAG(int hd, int g) {                                                                  \
+    if (hd == 8 && (g == 1 || g == 2 || g == 4))                                                      \
+      return g == 1 ? runs_##TAG##_8g1 : g == 2 ? runs_##TAG##_8g2 : runs_##TAG##_8g4;                \
+    return SS_BY_HEAD_SIZE(TAG);                                                                      \
   }
 #define SS_QUANT_FAMILY(TAG, QT)                         \
   SS_DEFINE_RUNS(runs_##TAG##_8, runs_blocks<8, QT>)     \

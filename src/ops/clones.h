@@ -20,14 +20,14 @@
 #define SS_CLONE_IMPL [[maybe_unused]] static __attribute__((always_inline)) inline
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// The three clones of name##_impl (IMPL512 in the AVX-512 one, IMPL in the
-// others) and the function that picks one.
-#define SS_CLONES(ret, name, params, args, IMPL512, IMPL)                                                  \
+// The three clones of name##_impl (IMPL512 in the AVX-512 one, IMPL2 in the
+// AVX2 one, IMPL0 in the baseline) and the function that picks one.
+#define SS_CLONES(ret, name, params, args, IMPL512, IMPL2, IMPL0)                                          \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma,f16c"))) static ret name##_avx512 params { \
     return IMPL512 args;                                                                                   \
   }                                                                                                        \
-  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return IMPL args; }             \
-  static ret name##_base params { return IMPL args; }                                                      \
+  __attribute__((target("avx2,fma,f16c"))) static ret name##_avx2 params { return IMPL2 args; }            \
+  static ret name##_base params { return IMPL0 args; }                                                     \
   ret name params {                                                                                        \
     switch (::ss::clone_level()) {                                                                         \
       case ::ss::CloneLevel::Avx512:                                                                       \
@@ -38,17 +38,20 @@
         return name##_base args;                                                                           \
     }                                                                                                      \
   }
-#define SS_CLONED(ret, name, params, args) SS_CLONES(ret, name, params, args, name##_impl, name##_impl)
-// As SS_CLONED for an implementation templated on bool W: true in the
-// AVX-512 clone (32 registers of 16 floats), false in the others, so a kernel
-// can size its register blocks to the clone.
-#define SS_CLONED_WIDE(ret, name, params, args) \
-  SS_CLONES(ret, name, params, args, name##_impl<true>, name##_impl<false>)
+#define SS_CLONED(ret, name, params, args) SS_CLONES(ret, name, params, args, name##_impl, name##_impl, name##_impl)
+// As SS_CLONED for an implementation templated on its clone's CloneLevel, so
+// a kernel can size its register blocks to the clone (AVX-512: 32 registers
+// of 16 floats) or use what the clone's instruction set has (F16C in the
+// AVX2 and AVX-512 clones, through inline assembly: the shared
+// implementation cannot inline the intrinsics, as above).
+#define SS_CLONED_BY_LEVEL(ret, name, params, args)                                                              \
+  SS_CLONES(ret, name, params, args, name##_impl<::ss::CloneLevel::Avx512>, name##_impl<::ss::CloneLevel::Avx2>, \
+            name##_impl<::ss::CloneLevel::Baseline>)
 #else
 #define SS_CLONED(ret, name, params, args) \
   ret name params { return name##_impl args; }
-#define SS_CLONED_WIDE(ret, name, params, args) \
-  ret name params { return name##_impl<false> args; }
+#define SS_CLONED_BY_LEVEL(ret, name, params, args) \
+  ret name params { return name##_impl<::ss::CloneLevel::Baseline> args; }
 #endif
 
 namespace ss {

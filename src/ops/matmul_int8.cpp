@@ -1014,6 +1014,8 @@ namespace {
 void quantize_block(const float* x, int8_t* q, float* d_out, int32_t* half_sums) {
   if (cpu_has_vnni())
     quantize_block_vnni(x, q, d_out, half_sums);
+  else if (cpu_usable(kCpuAvx2))
+    quantize_block_avx2(x, q, d_out, half_sums);
   else
     quantize_block_scalar(x, q, d_out, half_sums);
 }

@@ -20,4 +20,9 @@ bool int8_avx2_plain_type(GgmlType t);
 // at W's end when W is interleaved). Needs AVX2.
 void matmul_int8_avx2_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
 
+// One block of 32 activations rounded as quantize_block_scalar rounds them
+// (matmul_int8.cpp), bit for bit: d = max|x| / 127, q = x / d to nearest even,
+// the sums of q[0, 16) and q[16, 32). Needs AVX2.
+void quantize_block_avx2(const float* x, int8_t* q, float* d_out, int32_t* half_sums);
+
 }  // namespace ss

@@ -51,6 +51,34 @@ TEST(Int8Matmul, ActivationRoundingStaysWithinHalfAStep) {
     }
 }
 
+// Activations round to the same q, d and sums at every dispatch level (VNNI,
+// AVX2 and scalar rounding), ties included: results and golden NLLs do not
+// depend on which rounding ran.
+TEST(Int8Matmul, ActivationRoundingIsTheSameAtEveryLevel) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-3, 3);
+  const int n = 5, cols = 160;
+  std::vector<float> x(n * cols);
+  for (auto& v : x) v = u(rng);
+  for (int i = 0; i < 32; ++i) x[32 + i] = 0;                                                 // d = 0
+  for (int i = 0; i < 32; ++i) x[64 + i] = i == 5 ? -127.0f : static_cast<float>(i) - 15.5f;  // d = 1: ties
+  for (int i = 0; i < 32; ++i) x[96 + i] = i % 2 ? 1e-30f : -2e-30f;                          // tiny
+  std::vector<QuantizedActs> per_level;
+  std::vector<std::string> names;
+  for (CpuLevel level : cpu_levels_to_test()) {
+    ScopedCpuCap cap(level);
+    per_level.emplace_back();
+    quantize_acts(x.data(), n, cols, per_level.back());
+    names.push_back(cpu_level_name(level));
+  }
+  for (size_t i = 1; i < per_level.size(); ++i) {
+    EXPECT_EQ(per_level[i].q, per_level[0].q) << names[i] << " vs " << names[0];
+    EXPECT_EQ(per_level[i].d, per_level[0].d) << names[i] << " vs " << names[0];
+    EXPECT_EQ(per_level[i].sum, per_level[0].sum) << names[i] << " vs " << names[0];
+    EXPECT_EQ(per_level[i].sum16, per_level[0].sum16) << names[i] << " vs " << names[0];
+  }
+}
+
 // Every int8 kernel this CPU has (each dispatch level in turn: AMX tiles,
 // VNNI alone, AVX2 for Q4_0/Q8_0), one and two threads, against the twin; and
 // against the exact float path within sum_i |w_i| * d_x / 2 per block.
