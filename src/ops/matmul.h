@@ -31,11 +31,11 @@ enum class ActQuant { None, Int8, Fast };
 //    plain rows, whose blocks are summed in another order.
 //  - Int8Amx (AMX int8 tiles; batches of 4+ rows): as Int8Vnni, and the
 //    same bits for interleaved and plain Q4_0 (tiles see the same blocks).
-//  - Int8Avx2 (AVX2 without VNNI; Q4_0 and Q8_0, every row count): within
-//    float rounding of matmul_int8_reference; the same bits for any thread
-//    count and for one matrix alone or in matmul_shared_input; NOT the same
-//    bits for interleaved Q4_0 as for its plain rows (Q8_0 is always read
-//    plain).
+//  - Int8Avx2 (AVX2 without VNNI; every row count; Q4_0 and Q8_0 plain or
+//    interleaved, Q4_K/Q5_K/Q6_K interleaved only, else the float path):
+//    within float rounding of matmul_int8_reference; the same bits for any
+//    thread count and for one matrix alone or in matmul_shared_input; NOT
+//    the same bits for interleaved Q4_0/Q8_0 as for their plain rows.
 //  - Bf16Amx (AMX-BF16 tiles; Fast, Q4_0/Q8_0 batches of 4+ rows): within
 //    bf16 rounding of matmul_bf16_reference; the same bits for interleaved
 //    and plain Q4_0 and for any thread count.
