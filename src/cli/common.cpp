@@ -28,7 +28,7 @@ void ModelFlags::add(CLI::App& app) {
   app.add_option("-t,--threads", threads, "worker threads")->check(CLI::Range(1, 256))->capture_default_str();
   app.add_option("--act-quant", act_quant,
                  "activations meeting Q4_0/Q8_0/Q4_K/Q5_K/Q6_K weights: int8 (default: rounded per block of 32 as "
-                 "llama.cpp does, on AVX-512 VNNI/AMX; the float path where the CPU has neither), none (exact floats: "
+                 "llama.cpp does, on AVX-512 VNNI/AMX or AVX2; the float path on older CPUs), none (exact floats: "
                  "the reference path) or fast (int8 for 1-3 rows; batches of 4+ rows as bf16 weights x bf16 "
                  "activations on AMX-BF16 for Q4_0/Q8_0). F32/F16/BF16 weights always take the float path")
       ->check(CLI::IsMember({"none", "int8", "fast"}))
