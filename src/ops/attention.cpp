@@ -45,9 +45,10 @@ SS_ALWAYS_INLINE F half_bits_to_float(U w) {
   const U em = (w & 0x7fffu) << 13;
   U bits = __builtin_bit_cast(U, __builtin_bit_cast(F, em) * 0x1p112f);
   // Infinities and NaNs: the exponent set to all ones over the same
-  // mantissa, by an or under a compare mask (a vector ?: here compiled to
-  // a scalar compare and branch per lane in the AVX2 clone).
-  bits |= __builtin_bit_cast(U, (w & 0x7c00u) == 0x7c00u) & 0x7f800000u;
+  // mantissa. The mask comes from arithmetic (exponent 31 + 1 carries into
+  // bit 15), not a compare: GCC compiles a 16-lane compare (or ?:) to a
+  // scalar compare per lane in the AVX2 clone.
+  bits |= (0u - (((w & 0x7c00u) + 0x0400u) >> 15)) & 0x7f800000u;
   return __builtin_bit_cast(F, bits | ((w & 0x8000u) << 16));
 }
 
@@ -413,7 +414,7 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int ps, int g, const type
         }
       }
     }
-  } else if constexpr (HD == 8) {
+  } else if constexpr (HD == 8 && W) {
     // Two keys' V rows in one 16-lane vector (key r in the low 8 lanes, r + 1
     // in the high), loaded and converted once for up to four heads; each
     // head's two halves are added at the end.
@@ -434,6 +435,33 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int ps, int g, const type
       for (int h = 0; h < nh; ++h) {
         Eight sum = __builtin_shufflevector(part[h], part[h], 0, 1, 2, 3, 4, 5, 6, 7) +
                     __builtin_shufflevector(part[h], part[h], 8, 9, 10, 11, 12, 13, 14, 15);
+        if (r < n) sum += p[(h0 + h) * ps + r] * E::load8(v_rows + static_cast<long>(r) * v_stride);
+        float* a = acc + (h0 + h) * HD;
+        sum += load8(a);
+        std::memcpy(a, &sum, sizeof sum);
+      }
+    }
+  } else if constexpr (HD == 8) {
+    // The same sums in the other clones, with the two keys' rows in two
+    // 8-lane vectors (even and odd keys): the same additions, so the same
+    // bits, without 16-lane vectors built from parts (moved through the stack
+    // where registers are 8 lanes wide).
+    for (int h0 = 0; h0 < g; h0 += 4) {
+      const int nh = g - h0 < 4 ? g - h0 : 4;
+      Eight part[4][2] = {};
+      int r = 0;
+      for (; r + 2 <= n; r += 2) {
+        const Eight v0 = E::load8(v_rows + static_cast<long>(r) * v_stride);
+        const Eight v1 = E::load8(v_rows + static_cast<long>(r + 1) * v_stride);
+        for (int h = 0; h < 4; ++h) {
+          if (h >= nh) break;
+          const float* ph = p + (h0 + h) * ps + r;
+          part[h][0] += ph[0] * v0;
+          part[h][1] += ph[1] * v1;
+        }
+      }
+      for (int h = 0; h < nh; ++h) {
+        Eight sum = part[h][0] + part[h][1];
         if (r < n) sum += p[(h0 + h) * ps + r] * E::load8(v_rows + static_cast<long>(r) * v_stride);
         float* a = acc + (h0 + h) * HD;
         sum += load8(a);
