@@ -93,7 +93,11 @@ struct F16Elems {
   }
   static SS_ALWAYS_INLINE float one(const T* p) { return fp16_to_fp32(*p); }
 };
-#if defined(__x86_64__) && defined(__GNUC__)
+// GCC only: clang checks an asm operand's size against the target of the
+// function it is written in (the clones' shared source, no AVX) and rejects
+// it; clang builds keep the bit conversion (the same values).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SS_F16C_ASM 1
 // Half floats in the AVX2 and AVX-512 clones (kZmm): vcvtph2ps, one
 // instruction where the bit conversion takes ten, through inline assembly
 // (ops/clones.h: the clones' shared code cannot inline the F16C
@@ -104,15 +108,18 @@ struct F16Elems {
 template <bool kZmm>
 struct F16cElems {
   using T = uint16_t;
+  // The rows' halves as asm memory operands, at the 2-byte alignment they have.
+  typedef uint16_t H8 __attribute__((vector_size(16), aligned(2)));
+  typedef uint16_t H16 __attribute__((vector_size(32), aligned(2)));
   static SS_ALWAYS_INLINE Eight load8(const T* p) {
     Eight out;
-    asm("vcvtph2ps %1, %0" : "=x"(out) : "m"(*reinterpret_cast<const F16Elems::H8*>(p)));
+    asm("vcvtph2ps %1, %0" : "=x"(out) : "m"(*reinterpret_cast<const H8*>(p)));
     return out;
   }
   static SS_ALWAYS_INLINE Lanes load16(const T* p) {
     if constexpr (kZmm) {
       Lanes out;
-      asm("vcvtph2ps %1, %0" : "=v"(out) : "m"(*reinterpret_cast<const F16Elems::H16*>(p)));
+      asm("vcvtph2ps %1, %0" : "=v"(out) : "m"(*reinterpret_cast<const H16*>(p)));
       return out;
     } else {
       return F16Elems::load16(p);
@@ -133,7 +140,7 @@ template <class E, CloneLevel L>
 struct ClonedElems {
   using type = E;
 };
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef SS_F16C_ASM
 template <CloneLevel L>
 struct ClonedElems<F16Elems, L> {
   using type = F16cElems<L == CloneLevel::Avx512>;

@@ -48,6 +48,13 @@ SS_AVX2 inline __m256 floats_f16(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Every register of an [A][B] block of accumulators set to zero.
+template <class V, int A, int B>
+SS_AVX2 inline void zero(V (&v)[A][B]) {
+  for (int a = 0; a < A; ++a)
+    for (int b = 0; b < B; ++b) v[a][b] = V{};
+}
+
 SS_AVX2 inline float hsum(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -159,7 +166,7 @@ SS_AVX2 void interleaved_q4_0_tile(const uint8_t* group, const QuantizedActs& xq
   const int64_t nb = xq.blocks(), cols = xq.cols;
   const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   __m256 acc[NT][2];
-  for (int k = 0; k < NT; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p = group + b * kInterleavedBlockBytes;
     for (int line = 0; line < kInterleavedBlockBytes; line += 64)
@@ -213,13 +220,13 @@ SS_AVX2 void interleaved_q8_0_tile(const uint8_t* group, const QuantizedActs& xq
   const int64_t nb = xq.blocks(), cols = xq.cols;
   const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), ones = _mm256_set1_epi16(1);
   __m256 acc[NT][2];
-  for (int k = 0; k < NT; ++k) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p = group + b * kQ8InterleavedBlockBytes;
     for (int line = 0; line < kQ8InterleavedBlockBytes; line += 64)
       _mm_prefetch(reinterpret_cast<const char*>(p + 4 * kQ8InterleavedBlockBytes + line), _MM_HINT_T0);
     __m256i dot[NT][2];
-    for (int k = 0; k < NT; ++k) dot[k][0] = dot[k][1] = _mm256_setzero_si256();
+    zero(dot);
     for (int j = 0; j < 8; ++j) {
       __m256i ws[2], wa[2];
       for (int h = 0; h < 2; ++h) {
@@ -261,22 +268,20 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
   const __m256i low = _mm256_set1_epi8(0x0F), fifth = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1);
   __m256 acc[NT][H];
-  for (int k = 0; k < NT; ++k)
-    for (int h = 0; h < H; ++h) acc[k][h] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t sb = 0; sb < ns; ++sb) {
     const uint8_t* p = group + sb * kSuperBytes;
     __m256 sums[NT][H];
-    for (int k = 0; k < NT; ++k)
-      for (int h = 0; h < H; ++h) sums[k][h] = _mm256_setzero_ps();
+    zero(sums);
     for (int pair = 0; pair < 4; ++pair) {
       const uint8_t* pp = p + kQ4KIlNibbles + kPairBytes * pair;
       __m256i dlo[NT][H], dhi[NT][H];
-      for (int k = 0; k < NT; ++k)
-        for (int h = 0; h < H; ++h) dlo[k][h] = dhi[k][h] = _mm256_setzero_si256();
+      zero(dlo);
+      zero(dhi);
       for (int c0 = 0; c0 < 8; c0 += kRun) {
         __m256i slo[NT][H], shi[NT][H];
-        for (int k = 0; k < NT; ++k)
-          for (int h = 0; h < H; ++h) slo[k][h] = shi[k][h] = _mm256_setzero_si256();
+        zero(slo);
+        zero(shi);
         for (int c = c0; c < c0 + kRun; ++c) {
           const uint8_t* chunk = pp + 64 * c;
           if (h0 == 0) {  // about one super-block of this group ahead
@@ -354,13 +359,11 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
   const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
   __m256 acc[NT][H];
-  for (int k = 0; k < NT; ++k)
-    for (int h = 0; h < H; ++h) acc[k][h] = _mm256_setzero_ps();
+  zero(acc);
   for (int64_t sb = 0; sb < ns; ++sb) {
     const uint8_t* blk = group + sb * kQ6KInterleavedBytes;
     __m256 sums[NT][H];
-    for (int k = 0; k < NT; ++k)
-      for (int h = 0; h < H; ++h) sums[k][h] = _mm256_setzero_ps();
+    zero(sums);
     for (int pair = 0; pair < 4; ++pair) {
       const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
       for (int q = 0; q < 2; ++q) {

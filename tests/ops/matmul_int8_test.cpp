@@ -243,6 +243,33 @@ TEST(Int8Matmul, InterleavedQ6_KMatchesTwinAndPlainLayout) {
   interleaved_matches_twin_and_plain(GgmlType::Q6_K, {256, 768, 2048});
 }
 
+// Every int8 kernel that reads `view` (W itself or W with its interleaved
+// copy), at every dispatch level, equals the twin on W's plain rows within
+// float rounding for the n activation rows x.
+void expect_kernels_match_twin(const TensorView& w, const TensorView& view, const std::vector<float>& x, int n) {
+  const int64_t cols = w.ne0, rows = w.ne1;
+  const GgmlType t = w.type;
+  QuantizedActs xq;
+  quantize_acts(x.data(), n, cols, xq);
+  std::vector<float> twin(static_cast<size_t>(n * rows)), scale(twin.size(), 0.0f), wrow(static_cast<size_t>(cols));
+  matmul_int8_reference(w, xq, twin.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    dequantize_row(t, w.row(r), wrow.data(), cols);
+    for (int k = 0; k < n; ++k)
+      for (int64_t i = 0; i < cols; ++i) scale[k * rows + r] += std::fabs(wrow[i] * x[k * cols + i]);
+  }
+  ThreadPool pool(1);
+  ss::test::at_every_cpu_level([&] {
+    if (!int8_matmul_supported(view)) return;
+    std::vector<float> y(twin.size(), NAN);
+    matmul(view, x.data(), n, y.data(), pool, ActQuant::Int8);
+    for (size_t o = 0; o < y.size(); ++o)
+      ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
+          << type_name(static_cast<uint32_t>(t)) << " n=" << n << " out=" << o << " "
+          << matmul_kernel_name(matmul_kernel(view, n, ActQuant::Int8));
+  });
+}
+
 // Blocks at the ends of their ranges: Q8_0 weights -128 and 127, Q4_0
 // nibbles 0 and 15, against activations at +-127 of the same and the opposite
 // sign. The AVX2 kernel multiplies byte pairs into int16 (vpmaddubsw, which
@@ -272,25 +299,7 @@ TEST(Int8Matmul, ExtremeBlocksAreExactOnEveryKernel) {
       std::vector<float> x(static_cast<size_t>(n) * kCols);
       for (int k = 0; k < n; ++k)
         for (int i = 0; i < kCols; ++i) x[k * kCols + i] = ((i / 8 + k) % 2 ? 1.0f : -1.0f) * (k + 1);
-      QuantizedActs xq;
-      quantize_acts(x.data(), n, kCols, xq);
-      std::vector<float> twin(static_cast<size_t>(n) * kRows), scale(twin.size(), 0.0f), wrow(kCols);
-      matmul_int8_reference(w, xq, twin.data());
-      for (int r = 0; r < kRows; ++r) {
-        dequantize_row(t, w.row(r), wrow.data(), kCols);
-        for (int k = 0; k < n; ++k)
-          for (int i = 0; i < kCols; ++i) scale[k * kRows + r] += std::fabs(wrow[i] * x[k * kCols + i]);
-      }
-      ThreadPool pool(1);
-      ss::test::at_every_cpu_level([&] {
-        if (!int8_matmul_supported(w)) return;
-        std::vector<float> y(twin.size(), NAN);
-        matmul(w, x.data(), n, y.data(), pool, ActQuant::Int8);
-        for (size_t o = 0; o < y.size(); ++o)
-          ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
-              << type_name(static_cast<uint32_t>(t)) << " n=" << n << " out=" << o << " "
-              << matmul_kernel_name(matmul_kernel(w, n, ActQuant::Int8));
-      });
+      expect_kernels_match_twin(w, w, x, n);
     }
   }
 }
@@ -348,25 +357,7 @@ TEST(Int8Matmul, ExtremeInterleavedBlocksAreExactOnEveryKernel) {
       std::vector<float> x(static_cast<size_t>(n) * kCols);
       for (int k = 0; k < n; ++k)
         for (int i = 0; i < kCols; ++i) x[k * kCols + i] = (k % 2 == 0 || (i / 8) % 2 ? 1.0f : -1.0f) * (k + 1);
-      QuantizedActs xq;
-      quantize_acts(x.data(), n, kCols, xq);
-      std::vector<float> twin(static_cast<size_t>(n) * kRows), scale(twin.size(), 0.0f), wrow(kCols);
-      matmul_int8_reference(w, xq, twin.data());
-      for (int r = 0; r < kRows; ++r) {
-        dequantize_row(t, w.row(r), wrow.data(), kCols);
-        for (int k = 0; k < n; ++k)
-          for (int i = 0; i < kCols; ++i) scale[k * kRows + r] += std::fabs(wrow[i] * x[k * kCols + i]);
-      }
-      ThreadPool pool(1);
-      ss::test::at_every_cpu_level([&] {
-        if (!int8_matmul_supported(iw)) return;
-        std::vector<float> y(twin.size(), NAN);
-        matmul(iw, x.data(), n, y.data(), pool, ActQuant::Int8);
-        for (size_t o = 0; o < y.size(); ++o)
-          ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f)
-              << type_name(static_cast<uint32_t>(t)) << " n=" << n << " out=" << o << " "
-              << matmul_kernel_name(matmul_kernel(iw, n, ActQuant::Int8));
-      });
+      expect_kernels_match_twin(w, iw, x, n);
     }
   }
 }
