@@ -251,6 +251,25 @@ SS_AVX2 void interleaved_q8_0_tile(const uint8_t* group, const QuantizedActs& xq
     for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + k * y_stride + 8 * h, acc[k][h]);
 }
 
+// The K-quant tiles' scaling step: two sub-blocks' integer dots (dlo
+// against activation block a0, dhi against a0 + 1, a0 counted within a row)
+// times their per-row scales sc_lo[h], sc_hi[h] and the activation blocks'
+// d, added to sums.
+template <int NT, int H>
+SS_AVX2 inline void add_scaled_pair(__m256 (&sums)[NT][H], const __m256i (&dlo)[NT][H], const __m256i (&dhi)[NT][H],
+                                    const __m256 (&sc_lo)[H], const __m256 (&sc_hi)[H], const QuantizedActs& xq, int t0,
+                                    int64_t a0) {
+  const int64_t nb = xq.blocks();
+  for (int h = 0; h < H; ++h)
+    for (int k = 0; k < NT; ++k) {
+      const size_t a = static_cast<size_t>((t0 + k) * nb + a0);
+      sums[k][h] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo[k][h]), _mm256_mul_ps(sc_lo[h], _mm256_set1_ps(xq.d[a])), sums[k][h]);
+      sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi[k][h]), _mm256_mul_ps(sc_hi[h], _mm256_set1_ps(xq.d[a + 1])),
+                                   sums[k][h]);
+    }
+}
+
 // Q4_K (Q5_K: kFive) interleaved against NT activation rows from t0, halves
 // h0..h0+H-1 of the group. Per pair p of sub-blocks, chunk c's low nibbles
 // (sub-block 2p, 0..15; Q5_K with its fifth bit, 0..31) meet activations
@@ -316,17 +335,12 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
             dhi[k][h] = _mm256_add_epi32(dhi[k][h], _mm256_madd_epi16(shi[k][h], ones));
           }
       }
+      __m256 sc_lo[H], sc_hi[H];
       for (int h = 0; h < H; ++h) {
-        const __m256 sc_lo = floats_u8(p + kQ4KIlScales + 32 * pair + 8 * (h0 + h));
-        const __m256 sc_hi = floats_u8(p + kQ4KIlScales + 32 * pair + 16 + 8 * (h0 + h));
-        for (int k = 0; k < NT; ++k) {
-          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);
-          sums[k][h] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo[k][h]), _mm256_mul_ps(sc_lo, _mm256_set1_ps(xq.d[a])), sums[k][h]);
-          sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi[k][h]), _mm256_mul_ps(sc_hi, _mm256_set1_ps(xq.d[a + 1])),
-                                       sums[k][h]);
-        }
+        sc_lo[h] = floats_u8(p + kQ4KIlScales + 32 * pair + 8 * (h0 + h));
+        sc_hi[h] = floats_u8(p + kQ4KIlScales + 32 * pair + 16 + 8 * (h0 + h));
       }
+      add_scaled_pair(sums, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
     }
     for (int h = 0; h < H; ++h) {
       const __m256 d = floats_f16(p + 16 * (h0 + h)), dmin = floats_f16(p + kQ4KIlDmin + 16 * (h0 + h));
@@ -406,17 +420,12 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
             }
           }
         }
+        __m256 sc_lo[H], sc_hi[H];
         for (int h = 0; h < H; ++h) {
-          const __m256 sc_lo = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + q) + 8 * (h0 + h));
-          const __m256 sc_hi = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + 2 + q) + 8 * (h0 + h));
-          for (int k = 0; k < NT; ++k) {
-            const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);
-            sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo[k][h]), _mm256_mul_ps(sc_lo, _mm256_set1_ps(xq.d[a])),
-                                         sums[k][h]);
-            sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi[k][h]),
-                                         _mm256_mul_ps(sc_hi, _mm256_set1_ps(xq.d[a + 1])), sums[k][h]);
-          }
+          sc_lo[h] = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + q) + 8 * (h0 + h));
+          sc_hi[h] = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + 2 + q) + 8 * (h0 + h));
         }
+        add_scaled_pair(sums, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
       }
     }
     for (int h = 0; h < H; ++h) {
