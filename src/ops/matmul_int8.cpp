@@ -566,10 +566,11 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
 // nibbles (sub-block 2p) against activations 64p + 4c.., high nibbles (2p +
 // 1) against 64p + 32 + 4c.. (Q5_K: each with its fifth bit from the pair's
 // top-bit chunk c / 4, bits 2(c % 4) and 2(c % 4) + 1); each sub-block's 16
-// integer dots take their scales (16 bytes, one widening) times the
-// activation block's d; the mins, 16 bytes per sub-block times the
-// activation block's d * sum, are subtracted once per super-block scaled by
-// dmin, as d scales the rest.
+// integer dots take d * their scales (16 bytes, one widening) times the
+// activation block's d; the mins, dmin * 16 bytes per sub-block times the
+// activation block's d * sum, come off first. Both go straight into the
+// row's float sum, leaving two integer sums per row as the only other live
+// registers (separate sums and mins per row spilled them at NT = 8).
 template <bool kFive, int NT>
 SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
   constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
@@ -580,20 +581,21 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < ns; ++sb) {
     const uint8_t* p = group + sb * kSuperBytes;
-    __m512 sums[NT], mins[NT];
-    for (int k = 0; k < NT; ++k) sums[k] = mins[k] = _mm512_setzero_ps();
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ4KIlDmin)));
     for (int j = 0; j < 8; ++j) {
-      const __m512 mn = _mm512_cvtepi32_ps(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQ4KIlMins + 16 * j))));
+      const __m512 mn = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                reinterpret_cast<const __m128i*>(p + kQ4KIlMins + 16 * j)))));
       for (int k = 0; k < NT; ++k) {
         const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
-        mins[k] = _mm512_fmadd_ps(mn, _mm512_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), mins[k]);
+        acc[k] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), acc[k]);
       }
     }
     for (int pair = 0; pair < 4; ++pair) {
       const uint8_t* pp = p + kQ4KIlNibbles + kPairBytes * pair;
       __m512i dlo[NT], dhi[NT];
       for (int k = 0; k < NT; ++k) dlo[k] = dhi[k] = _mm512_setzero_si512();
+#pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         const uint8_t* chunk = pp + 64 * c;
         // About one super-block of this group ahead (a group's super-blocks
@@ -622,20 +624,16 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
           dhi[k] = _mm512_dpbusd_epi32(dhi[k], hi, _mm512_set1_epi32(xh));
         }
       }
-      const __m512 sc_lo = _mm512_cvtepi32_ps(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair))));
-      const __m512 sc_hi = _mm512_cvtepi32_ps(
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair + 16))));
+      const __m512 sc_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair)))));
+      const __m512 sc_hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair + 16)))));
       for (int k = 0; k < NT; ++k) {
         const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);
-        sums[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dlo[k]), _mm512_mul_ps(sc_lo, _mm512_set1_ps(xq.d[a])), sums[k]);
-        sums[k] =
-            _mm512_fmadd_ps(_mm512_cvtepi32_ps(dhi[k]), _mm512_mul_ps(sc_hi, _mm512_set1_ps(xq.d[a + 1])), sums[k]);
+        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dlo[k]), _mm512_mul_ps(sc_lo, _mm512_set1_ps(xq.d[a])), acc[k]);
+        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dhi[k]), _mm512_mul_ps(sc_hi, _mm512_set1_ps(xq.d[a + 1])), acc[k]);
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ4KIlDmin)));
-    for (int k = 0; k < NT; ++k) acc[k] = _mm512_fmadd_ps(d, sums[k], _mm512_fnmadd_ps(dmin, mins[k], acc[k]));
   }
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
@@ -682,10 +680,14 @@ SS_VNNI void interleaved_q8_tile(const uint8_t* group, const QuantizedActs& xq, 
 // Q6_K interleaved 16 rows at a time (ops/interleave.h) against NT
 // activation rows from t0, lanes = rows. Per pair p, chunk c's nibbles and
 // its two top bits (from the shared high-bit chunk c / 2) make 64 unsigned
-// 6-bit weights of 64p + 4c.. (low) and 64p + 32 + 4c.. (high); chunks 0-3
-// and 4-7 cover one sub-block of 16 each, so four integer sums per pair, each
-// started at -32 times its 16 activations' sum (the offset of v - 32), take
-// their int8 scales times the activation block's d.
+// 6-bit weights of 64p + 4c.. (low) and 64p + 32 + 4c.. (high). Chunks 0-3
+// cover sub-blocks 4p (low) and 4p + 2 (high), chunks 4-7 sub-blocks 4p + 1
+// and 4p + 3: each half of a pair runs two integer sums per activation row,
+// started at -32 times their 16 activations' sum (the offset of v - 32),
+// then scaled by d * scale * the activation block's d straight into the
+// row's float sum. Two sums per row at a time keep every accumulator in a
+// register for NT = 8 (all four at once spilled them to the stack around
+// each vpdpbusd: 181 -> GFLOP/s below).
 template <int NT>
 SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
@@ -694,50 +696,55 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < ns; ++sb) {
     const uint8_t* blk = group + sb * kQ6KInterleavedBytes;
-    __m512 sums[NT];
-    for (int k = 0; k < NT; ++k) sums[k] = _mm512_setzero_ps();
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
     for (int pair = 0; pair < 4; ++pair) {
       const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-      __m512i dot[NT][4];  // sub-blocks 4p, 4p+1 (low nibbles), 4p+2, 4p+3 (high)
-      for (int k = 0; k < NT; ++k)
-        for (int s = 0; s < 4; ++s)
-          dot[k][s] =
-              _mm512_set1_epi32(-32 * xq.sum16[static_cast<size_t>((t0 + k) * 2 * nb + sb * 16 + 4 * pair + s)]);
-      for (int h = 0; h < 4; ++h) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 64 * h), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 256 + 64 * h), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 512 + 64 * h), _MM_HINT_T0);
-        const __m512i hb = _mm512_loadu_si512(p + kQ6KIlHighBits + 64 * h);
-        for (int half = 0; half < 2; ++half) {
-          const int c = 2 * h + half;
-          const __m512i v = _mm512_loadu_si512(p + 64 * c);
+      for (int q = 0; q < 2; ++q) {
+        const int s_lo = 4 * pair + q, s_hi = s_lo + 2;  // sub-blocks of 16 in the super-block
+        __m512i dlo[NT], dhi[NT];
+        for (int k = 0; k < NT; ++k) {
+          const size_t a16 = static_cast<size_t>((t0 + k) * 2 * nb + sb * 16);
+          dlo[k] = _mm512_set1_epi32(-32 * xq.sum16[a16 + s_lo]);
+          dhi[k] = _mm512_set1_epi32(-32 * xq.sum16[a16 + s_hi]);
+        }
+#pragma GCC unroll 2
+        for (int hh = 0; hh < 2; ++hh) {
+          const int h = 2 * q + hh;
+          _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 64 * h), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 256 + 64 * h), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 512 + 64 * h), _MM_HINT_T0);
+          const __m512i hb = _mm512_loadu_si512(p + kQ6KIlHighBits + 64 * h);
           // Bits 0-1 / 2-3 (chunk 2h) or 4-5 / 6-7 (chunk 2h + 1) to bits 4-5.
-          const __m512i top_lo = half == 0 ? _mm512_slli_epi16(hb, 4) : hb;
-          const __m512i top_hi = half == 0 ? _mm512_slli_epi16(hb, 2) : _mm512_srli_epi16(hb, 2);
-          const __m512i wl = _mm512_or_si512(_mm512_and_si512(v, low), _mm512_and_si512(top_lo, top));
-          const __m512i wh =
-              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low), _mm512_and_si512(top_hi, top));
-          for (int k = 0; k < NT; ++k) {
-            const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
-            int32_t xl, xh;
-            std::memcpy(&xl, x, 4);
-            std::memcpy(&xh, x + 32, 4);
-            dot[k][c / 4] = _mm512_dpbusd_epi32(dot[k][c / 4], wl, _mm512_set1_epi32(xl));
-            dot[k][2 + c / 4] = _mm512_dpbusd_epi32(dot[k][2 + c / 4], wh, _mm512_set1_epi32(xh));
+          const __m512i top_lo[2] = {_mm512_slli_epi16(hb, 4), hb};
+          const __m512i top_hi[2] = {_mm512_slli_epi16(hb, 2), _mm512_srli_epi16(hb, 2)};
+          for (int half = 0; half < 2; ++half) {
+            const int c = 2 * h + half;
+            const __m512i v = _mm512_loadu_si512(p + 64 * c);
+            const __m512i wl = _mm512_ternarylogic_epi32(low, v, _mm512_and_si512(top_lo[half], top), 0xEA);
+            const __m512i wh =
+                _mm512_ternarylogic_epi32(low, _mm512_srli_epi16(v, 4), _mm512_and_si512(top_hi[half], top), 0xEA);
+            for (int k = 0; k < NT; ++k) {
+              const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
+              int32_t xl, xh;
+              std::memcpy(&xl, x, 4);
+              std::memcpy(&xh, x + 32, 4);
+              dlo[k] = _mm512_dpbusd_epi32(dlo[k], wl, _mm512_set1_epi32(xl));
+              dhi[k] = _mm512_dpbusd_epi32(dhi[k], wh, _mm512_set1_epi32(xh));
+            }
           }
         }
-      }
-      for (int s = 0; s < 4; ++s) {
-        const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * (4 * pair + s)))));
+        const __m512 sc_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                                                  reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * s_lo)))));
+        const __m512 sc_hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                                                  reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * s_hi)))));
         for (int k = 0; k < NT; ++k) {
-          const float dx = xq.d[static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair + s / 2)];
-          sums[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[k][s]), _mm512_mul_ps(sc, _mm512_set1_ps(dx)), sums[k]);
+          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);  // low's block; high's is a + 1
+          acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dlo[k]), _mm512_mul_ps(sc_lo, _mm512_set1_ps(xq.d[a])), acc[k]);
+          acc[k] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(dhi[k]), _mm512_mul_ps(sc_hi, _mm512_set1_ps(xq.d[a + 1])), acc[k]);
         }
       }
     }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    for (int k = 0; k < NT; ++k) acc[k] = _mm512_fmadd_ps(d, sums[k], acc[k]);
   }
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
