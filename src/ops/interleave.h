@@ -69,6 +69,17 @@ inline constexpr int64_t kQ8InterleavedBlockBytes = 544;
 inline constexpr int64_t kQ6KInterleavedBytes = 3360;
 inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768, kQ6KIlHighBits = 512;
 
+// How far ahead of the bytes being read the interleaved K-quant GEMV kernels
+// prefetch into L1 (Q4_K, Q5_K, Q6_K; was one super-block, 2368-3360
+// bytes). TinyLlama decode, old and new binaries alternating, three rounds
+// each on the Zen 5 VM, median ratio new/old: Q4_K_M 1.21 (1 thread) and
+// 1.06 (2 threads), Q5_K_M 1.11 / 1.08, Q6_K 1.29 / 1.15, every round
+// faster (4608 and 18432 were slower for Q4_K_M). Q4_0 and Q8_0 keep their
+// own distances: the same change there was slower in one such run (Q4_0
+// 0.89 / 0.78) and faster in another, and Q8_0 at 4352 or 9216 was 6-10%
+// slower than at 2176.
+inline constexpr int64_t kKQuantPrefetchAhead = 9216;
+
 // W can be interleaved (Q4_0, Q8_0, Q4_K, Q5_K or Q6_K with the shapes above).
 bool can_interleave(const TensorView& w);
 // Bytes of W's interleaved copy (Q4_0, Q8_0, Q6_K: as many as W's own;

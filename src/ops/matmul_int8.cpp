@@ -598,14 +598,13 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
         const uint8_t* chunk = pp + 64 * c;
-        // About one super-block of this group ahead (a group's super-blocks
-        // are contiguous).
-        _mm_prefetch(reinterpret_cast<const char*>(chunk + kSuperBytes), _MM_HINT_T0);
+        // A group's super-blocks are contiguous, and the next group follows.
+        _mm_prefetch(reinterpret_cast<const char*>(chunk + kKQuantPrefetchAhead), _MM_HINT_T0);
         const __m512i v = _mm512_loadu_si512(chunk);
         __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
         if constexpr (kFive) {
           if (c % 4 == 0)
-            _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kSuperBytes), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kKQuantPrefetchAhead), _MM_HINT_T0);
           const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
           const int at = 2 * (c % 4);  // the low nibble's fifth bit; the high one's at + 1
           const __m512i lo5 = at <= 4 ? _mm512_sll_epi16(bits, _mm_cvtsi32_si128(4 - at))
@@ -710,9 +709,9 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
 #pragma GCC unroll 2
         for (int hh = 0; hh < 2; ++hh) {
           const int h = 2 * q + hh;
-          _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 64 * h), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 256 + 64 * h), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + 512 + 64 * h), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 64 * h), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T0);
           const __m512i hb = _mm512_loadu_si512(p + kQ6KIlHighBits + 64 * h);
           // Bits 0-1 / 2-3 (chunk 2h) or 4-5 / 6-7 (chunk 2h + 1) to bits 4-5.
           const __m512i top_lo[2] = {_mm512_slli_epi16(hb, 4), hb};
