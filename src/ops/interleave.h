@@ -70,11 +70,12 @@ inline constexpr int64_t kQ6KInterleavedBytes = 3360;
 inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768, kQ6KIlHighBits = 512;
 
 // How far ahead of the bytes being read the interleaved K-quant GEMV kernels
-// prefetch into L1 (Q4_K, Q5_K, Q6_K; was one super-block, 2368-3360
+// (VNNI and AVX2) prefetch into L1 (Q4_K, Q5_K, Q6_K; was one super-block, 2368-3360
 // bytes). TinyLlama decode, old and new binaries alternating, three rounds
 // each on the Zen 5 VM, median ratio new/old: Q4_K_M 1.21 (1 thread) and
 // 1.06 (2 threads), Q5_K_M 1.11 / 1.08, Q6_K 1.29 / 1.15, every round
-// faster (4608 and 18432 were slower for Q4_K_M). Q4_0 and Q8_0 keep their
+// faster (4608 and 18432 were slower for Q4_K_M); under the AVX2 cap Q4_K_M
+// 1.17 / 1.06, Q5_K_M 1.07 / 1.03, Q6_K 1.09 / 1.00. Q4_0 and Q8_0 keep their
 // own distances: the same change there was slower in one such run (Q4_0
 // 0.89 / 0.78) and faster in another, and Q8_0 at 4352 or 9216 was 6-10%
 // slower than at 2176.

@@ -303,10 +303,10 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
         zero(shi);
         for (int c = c0; c < c0 + kRun; ++c) {
           const uint8_t* chunk = pp + 64 * c;
-          if (h0 == 0) {  // about one super-block of this group ahead
-            _mm_prefetch(reinterpret_cast<const char*>(chunk + kSuperBytes), _MM_HINT_T0);
+          if (h0 == 0) {
+            _mm_prefetch(reinterpret_cast<const char*>(chunk + kKQuantPrefetchAhead), _MM_HINT_T0);
             if (kFive && c % 4 == 0)
-              _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kSuperBytes), _MM_HINT_T0);
+              _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kKQuantPrefetchAhead), _MM_HINT_T0);
           }
           for (int h = 0; h < H; ++h) {
             const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + 32 * (h0 + h)));
@@ -392,7 +392,7 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
         for (int hh = 2 * q; hh < 2 * q + 2; ++hh) {
           if (h0 == 0)
             for (int line : {0, 256, 512})
-              _mm_prefetch(reinterpret_cast<const char*>(p + kQ6KInterleavedBytes + line + 64 * hh), _MM_HINT_T0);
+              _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + line + 64 * hh), _MM_HINT_T0);
           for (int h = 0; h < H; ++h) {
             const __m256i hb =
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ6KIlHighBits + 64 * hh + 32 * (h0 + h)));
