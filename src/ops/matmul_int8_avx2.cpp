@@ -253,20 +253,22 @@ SS_AVX2 void interleaved_q8_0_tile(const uint8_t* group, const QuantizedActs& xq
 
 // The K-quant tiles' scaling step: two sub-blocks' integer dots (dlo
 // against activation block a0, dhi against a0 + 1, a0 counted within a row)
-// times their per-row scales sc_lo[h], sc_hi[h] and the activation blocks'
-// d, added to sums.
+// times their per-row scales sc_lo[h], sc_hi[h] (the super-block's d
+// included) and the activation blocks' d, added to acc. Going straight into
+// the rows' float sums leaves no other float state live across a
+// super-block: 16 ymm registers are few.
 template <int NT, int H>
-SS_AVX2 inline void add_scaled_pair(__m256 (&sums)[NT][H], const __m256i (&dlo)[NT][H], const __m256i (&dhi)[NT][H],
+SS_AVX2 inline void add_scaled_pair(__m256 (&acc)[NT][H], const __m256i (&dlo)[NT][H], const __m256i (&dhi)[NT][H],
                                     const __m256 (&sc_lo)[H], const __m256 (&sc_hi)[H], const QuantizedActs& xq, int t0,
                                     int64_t a0) {
   const int64_t nb = xq.blocks();
   for (int h = 0; h < H; ++h)
     for (int k = 0; k < NT; ++k) {
       const size_t a = static_cast<size_t>((t0 + k) * nb + a0);
-      sums[k][h] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo[k][h]), _mm256_mul_ps(sc_lo[h], _mm256_set1_ps(xq.d[a])), sums[k][h]);
-      sums[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi[k][h]), _mm256_mul_ps(sc_hi[h], _mm256_set1_ps(xq.d[a + 1])),
-                                   sums[k][h]);
+      acc[k][h] =
+          _mm256_fmadd_ps(_mm256_cvtepi32_ps(dlo[k][h]), _mm256_mul_ps(sc_lo[h], _mm256_set1_ps(xq.d[a])), acc[k][h]);
+      acc[k][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dhi[k][h]), _mm256_mul_ps(sc_hi[h], _mm256_set1_ps(xq.d[a + 1])),
+                                  acc[k][h]);
     }
 }
 
@@ -275,9 +277,9 @@ SS_AVX2 inline void add_scaled_pair(__m256 (&sums)[NT][H], const __m256i (&dlo)[
 // (sub-block 2p, 0..15; Q5_K with its fifth bit, 0..31) meet activations
 // 64p + 4c.., its high nibbles (2p + 1) 64p + 32 + 4c..; vpmaddubsw pairs
 // (at most 2 * 31 * 127) add up in int16 over kRun chunks before one
-// vpmaddwd. Each sub-block's 8 integer dots take their scales times the
-// activation block's d; the mins times the activation blocks' d * sum are
-// taken out once per super-block, scaled by dmin as d scales the rest.
+// vpmaddwd. Each sub-block's 8 integer dots take d * their scales times the
+// activation block's d; dmin * the mins times the activation blocks' d * sum
+// come off first.
 template <bool kFive, int NT, int H>
 SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                                   int h0) {
@@ -290,8 +292,18 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
   zero(acc);
   for (int64_t sb = 0; sb < ns; ++sb) {
     const uint8_t* p = group + sb * kSuperBytes;
-    __m256 sums[NT][H];
-    zero(sums);
+    __m256 d[H];
+    for (int h = 0; h < H; ++h) {
+      d[h] = floats_f16(p + 16 * (h0 + h));
+      const __m256 dmin = floats_f16(p + kQ4KIlDmin + 16 * (h0 + h));
+      for (int j = 0; j < 8; ++j) {
+        const __m256 mn = _mm256_mul_ps(dmin, floats_u8(p + kQ4KIlMins + 16 * j + 8 * (h0 + h)));
+        for (int k = 0; k < NT; ++k) {
+          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
+          acc[k][h] = _mm256_fnmadd_ps(mn, _mm256_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), acc[k][h]);
+        }
+      }
+    }
     for (int pair = 0; pair < 4; ++pair) {
       const uint8_t* pp = p + kQ4KIlNibbles + kPairBytes * pair;
       __m256i dlo[NT][H], dhi[NT][H];
@@ -301,6 +313,7 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
         __m256i slo[NT][H], shi[NT][H];
         zero(slo);
         zero(shi);
+#pragma GCC unroll 8
         for (int c = c0; c < c0 + kRun; ++c) {
           const uint8_t* chunk = pp + 64 * c;
           if (h0 == 0) {
@@ -337,22 +350,10 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
       }
       __m256 sc_lo[H], sc_hi[H];
       for (int h = 0; h < H; ++h) {
-        sc_lo[h] = floats_u8(p + kQ4KIlScales + 32 * pair + 8 * (h0 + h));
-        sc_hi[h] = floats_u8(p + kQ4KIlScales + 32 * pair + 16 + 8 * (h0 + h));
+        sc_lo[h] = _mm256_mul_ps(d[h], floats_u8(p + kQ4KIlScales + 32 * pair + 8 * (h0 + h)));
+        sc_hi[h] = _mm256_mul_ps(d[h], floats_u8(p + kQ4KIlScales + 32 * pair + 16 + 8 * (h0 + h)));
       }
-      add_scaled_pair(sums, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
-    }
-    for (int h = 0; h < H; ++h) {
-      const __m256 d = floats_f16(p + 16 * (h0 + h)), dmin = floats_f16(p + kQ4KIlDmin + 16 * (h0 + h));
-      for (int k = 0; k < NT; ++k) {
-        __m256 mins = _mm256_setzero_ps();
-        for (int j = 0; j < 8; ++j) {
-          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
-          mins = _mm256_fmadd_ps(floats_u8(p + kQ4KIlMins + 16 * j + 8 * (h0 + h)),
-                                 _mm256_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), mins);
-        }
-        acc[k][h] = _mm256_fmadd_ps(d, sums[k][h], _mm256_fnmadd_ps(dmin, mins, acc[k][h]));
-      }
+      add_scaled_pair(acc, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
     }
   }
   for (int k = 0; k < NT; ++k)
@@ -364,8 +365,8 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
 // high-bit chunk c / 2) make unsigned 6-bit weights of 64p + 4c.. (low) and
 // 64p + 32 + 4c.. (high); chunks 4q..4q+3 cover sub-blocks 4p + q (low) and
 // 4p + 2 + q (high) of 16 weights, whose integer sums start at -32 times their
-// activations' sum (the offset of v - 32) and take their int8 scales times
-// the activation block's d. vpmaddubsw pairs (at most 2 * 63 * 127) of two
+// activations' sum (the offset of v - 32) and take d * their int8 scales
+// times the activation block's d. vpmaddubsw pairs (at most 2 * 63 * 127) of two
 // chunks add up in int16 before one vpmaddwd.
 template <int NT, int H>
 SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
@@ -376,8 +377,8 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
   zero(acc);
   for (int64_t sb = 0; sb < ns; ++sb) {
     const uint8_t* blk = group + sb * kQ6KInterleavedBytes;
-    __m256 sums[NT][H];
-    zero(sums);
+    __m256 d[H];
+    for (int h = 0; h < H; ++h) d[h] = floats_f16(blk + 16 * (h0 + h));
     for (int pair = 0; pair < 4; ++pair) {
       const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
       for (int q = 0; q < 2; ++q) {
@@ -389,7 +390,9 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
             dhi[k][h] = _mm256_set1_epi32(-32 * s16[2]);
           }
         }
-        for (int hh = 2 * q; hh < 2 * q + 2; ++hh) {
+#pragma GCC unroll 2
+        for (int h2 = 0; h2 < 2; ++h2) {
+          const int hh = 2 * q + h2;
           if (h0 == 0)
             for (int line : {0, 256, 512})
               _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + line + 64 * hh), _MM_HINT_T0);
@@ -422,15 +425,11 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
         }
         __m256 sc_lo[H], sc_hi[H];
         for (int h = 0; h < H; ++h) {
-          sc_lo[h] = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + q) + 8 * (h0 + h));
-          sc_hi[h] = floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + 2 + q) + 8 * (h0 + h));
+          sc_lo[h] = _mm256_mul_ps(d[h], floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + q) + 8 * (h0 + h)));
+          sc_hi[h] = _mm256_mul_ps(d[h], floats_i8(blk + kQ6KIlScales + 16 * (4 * pair + 2 + q) + 8 * (h0 + h)));
         }
-        add_scaled_pair(sums, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
+        add_scaled_pair(acc, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
       }
-    }
-    for (int h = 0; h < H; ++h) {
-      const __m256 d = floats_f16(blk + 16 * (h0 + h));
-      for (int k = 0; k < NT; ++k) acc[k][h] = _mm256_fmadd_ps(d, sums[k][h], acc[k][h]);
     }
   }
   for (int k = 0; k < NT; ++k)
