@@ -560,6 +560,37 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
 
+// The K-quant tiles' two integer sums per activation row: dlo[k] += w_lo
+// times the four activation bytes at `at` of row t0 + k, dhi[k] += w_hi
+// times those 32 further on (`at` counted within the row).
+template <int NT>
+SS_VNNI __attribute__((always_inline)) inline void dot_pair(__m512i (&dlo)[NT], __m512i (&dhi)[NT], __m512i w_lo,
+                                                            __m512i w_hi, const QuantizedActs& xq, int t0, int64_t at) {
+  for (int k = 0; k < NT; ++k) {
+    const int8_t* x = xq.q.data() + (t0 + k) * xq.cols + at;
+    int32_t xl, xh;
+    std::memcpy(&xl, x, 4);
+    std::memcpy(&xh, x + 32, 4);
+    dlo[k] = _mm512_dpbusd_epi32(dlo[k], w_lo, _mm512_set1_epi32(xl));
+    dhi[k] = _mm512_dpbusd_epi32(dhi[k], w_hi, _mm512_set1_epi32(xh));
+  }
+}
+
+// Their scaling step, straight into the rows' float sums: acc[k] += dlo[k]
+// * sc_lo * the d of activation block a0 + dhi[k] * sc_hi * the d of a0 + 1
+// (a0 counted within a row; sc_lo, sc_hi per weight row, the super-block's
+// d included).
+template <int NT>
+SS_VNNI __attribute__((always_inline)) inline void add_scaled_pair(__m512 (&acc)[NT], const __m512i (&dlo)[NT],
+                                                                   const __m512i (&dhi)[NT], __m512 sc_lo, __m512 sc_hi,
+                                                                   const QuantizedActs& xq, int t0, int64_t a0) {
+  for (int k = 0; k < NT; ++k) {
+    const size_t a = static_cast<size_t>((t0 + k) * xq.blocks() + a0);
+    acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dlo[k]), _mm512_mul_ps(sc_lo, _mm512_set1_ps(xq.d[a])), acc[k]);
+    acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dhi[k]), _mm512_mul_ps(sc_hi, _mm512_set1_ps(xq.d[a + 1])), acc[k]);
+  }
+}
+
 // Q4_K (Q5_K: kFive) interleaved 16 rows at a time (ops/interleave.h)
 // against NT activation rows from t0, lanes = rows as for Q4_0. Per
 // super-block, pair p of sub-blocks comes from eight 64-byte chunks: low
@@ -614,24 +645,13 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
           lo = _mm512_or_si512(lo, _mm512_and_si512(lo5, fifth));
           hi = _mm512_or_si512(hi, _mm512_and_si512(hi5, fifth));
         }
-        for (int k = 0; k < NT; ++k) {
-          const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
-          int32_t xl, xh;
-          std::memcpy(&xl, x, 4);
-          std::memcpy(&xh, x + 32, 4);
-          dlo[k] = _mm512_dpbusd_epi32(dlo[k], lo, _mm512_set1_epi32(xl));
-          dhi[k] = _mm512_dpbusd_epi32(dhi[k], hi, _mm512_set1_epi32(xh));
-        }
+        dot_pair(dlo, dhi, lo, hi, xq, t0, sb * kQkK + 64 * pair + 4 * c);
       }
       const __m512 sc_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
                                                 reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair)))));
       const __m512 sc_hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
                                                 reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair + 16)))));
-      for (int k = 0; k < NT; ++k) {
-        const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);
-        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dlo[k]), _mm512_mul_ps(sc_lo, _mm512_set1_ps(xq.d[a])), acc[k]);
-        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dhi[k]), _mm512_mul_ps(sc_hi, _mm512_set1_ps(xq.d[a + 1])), acc[k]);
-      }
+      add_scaled_pair(acc, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
     }
   }
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
@@ -722,26 +742,14 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
             const __m512i wl = _mm512_ternarylogic_epi32(low, v, _mm512_and_si512(top_lo[half], top), 0xEA);
             const __m512i wh =
                 _mm512_ternarylogic_epi32(low, _mm512_srli_epi16(v, 4), _mm512_and_si512(top_hi[half], top), 0xEA);
-            for (int k = 0; k < NT; ++k) {
-              const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
-              int32_t xl, xh;
-              std::memcpy(&xl, x, 4);
-              std::memcpy(&xh, x + 32, 4);
-              dlo[k] = _mm512_dpbusd_epi32(dlo[k], wl, _mm512_set1_epi32(xl));
-              dhi[k] = _mm512_dpbusd_epi32(dhi[k], wh, _mm512_set1_epi32(xh));
-            }
+            dot_pair(dlo, dhi, wl, wh, xq, t0, sb * kQkK + 64 * pair + 4 * c);
           }
         }
         const __m512 sc_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
                                                   reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * s_lo)))));
         const __m512 sc_hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
                                                   reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * s_hi)))));
-        for (int k = 0; k < NT; ++k) {
-          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + 2 * pair);  // low's block; high's is a + 1
-          acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dlo[k]), _mm512_mul_ps(sc_lo, _mm512_set1_ps(xq.d[a])), acc[k]);
-          acc[k] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(dhi[k]), _mm512_mul_ps(sc_hi, _mm512_set1_ps(xq.d[a + 1])), acc[k]);
-        }
+        add_scaled_pair(acc, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
       }
     }
   }
