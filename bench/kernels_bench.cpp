@@ -95,6 +95,10 @@ void BM_MatmulInt8Interleaved(benchmark::State& st) { run_matmul(st, ss::ActQuan
 BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2}, {2048}, {2048}, {1, 16, 32, 64, 128}});
 BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{8, 12, 13, 14}, {2048}, {2048}, {1, 64}});
 BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
+// One activation row against 256 x 2048 weights (0.3-0.5 MB: held in L2):
+// the kernels' compute rate with memory out of the way, which one-thread
+// decode must beat by a margin to run at the speed memory delivers.
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8, 12, 13, 14}, {256}, {2048}, {1}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 // The same batches as bf16 tiles (ActQuant::Fast, 4+ rows).
 void BM_MatmulFast(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast); }

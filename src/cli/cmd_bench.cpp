@@ -227,7 +227,6 @@ int BenchCommand::run() {
           static_cast<long long>(s.position), s.p50_ms, s.p99_ms, s.tok_s, s.rss / 1048576.0,
           engine.pool().used_blocks(), engine.used_kv_bytes() / 1024.0);
   }
-  engine.free_sequence(id);
 
   if (!pair_.empty()) {
     // Two streams fast-forwarded to A and B, then one decode step each in
@@ -427,7 +426,8 @@ int BenchCommand::run() {
 
   if (bandwidth_) {
     // What one decode step reads: every matrix once (as the kernels read it:
-    // the interleaved copy where there is one), one embedding row.
+    // the interleaved copy where there is one), one embedding row, in the
+    // order decode reads them.
     std::vector<ByteRange> ranges;
     double bytes = 0;
     auto add = [&](const TensorView& t, int64_t rows) {
@@ -438,10 +438,10 @@ int BenchCommand::run() {
       bytes += static_cast<double>(size);
     };
     const Model& m = *model;
-    add(m.output, m.output.ne1);
     add(m.tok_embd, 1);
     for (const auto& L : m.layers)
       for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*t, t->ne1);
+    add(m.output, m.output.ne1);
     ThreadPool probe_pool(model_.threads);
     // The weights where they lie, summed as a plain streaming read, and a
     // fresh buffer: the ceiling takes the faster.
@@ -465,7 +465,44 @@ int BenchCommand::run() {
           bw / 1e9, model_.threads, bw_weights / 1e9, bw_fresh / 1e9, bytes / 1048576.0, ceiling,
           samples.empty() ? 0LL : static_cast<long long>(samples.front().position), measured,
           100.0 * measured / ceiling);
+
+    // The same comparison in one machine state: each decode step followed by
+    // one plain sweep over its weights on the engine's own threads, so a
+    // shared VM's drift in memory speed (here 30-40 GB/s from one minute to
+    // the next on one thread) falls on both alike. Share = sweep time / step
+    // time, the median over the pairs.
+    std::vector<double> step_ms, sweep_ms, shares;
+    const int64_t paired_from = pos;
+    for (int i = 0; i < samples_ + 4; ++i) {
+      std::vector<double> lat;
+      if (auto st = decode_steps(1, lat); !st.ok()) return fail(st.error().message);
+      const auto t0 = Clock::now();
+      measure_read_bandwidth(engine.threads(), ranges, 1);
+      const double sweep = ms_since(t0);
+      if (i < 4) continue;  // the first pairs warm caches and wake threads
+      step_ms.push_back(lat.front());
+      sweep_ms.push_back(sweep);
+      shares.push_back(sweep / lat.front());
+    }
+    const double share = percentile(shares, 0.5), step_p50 = percentile(step_ms, 0.5),
+                 sweep_p50 = percentile(sweep_ms, 0.5);
+    out["bandwidth"]["paired"] = {{"position", paired_from},
+                                  {"pairs", shares.size()},
+                                  {"step_p50_ms", step_p50},
+                                  {"sweep_p50_ms", sweep_p50},
+                                  {"sweep_read_bytes_per_s", bytes / (sweep_p50 / 1000.0)},
+                                  {"share_p50", share},
+                                  {"share_p10", percentile(shares, 0.1)},
+                                  {"share_p90", percentile(shares, 0.9)}};
+    if (!json_)
+      std::printf(
+          "bandwidth, paired (a sweep over the weights after each of %zu decode steps at position %lld): step p50 "
+          "%.3f ms, sweep p50 %.3f ms (%.2f GB/s); decode = %.0f%% of the sweep's speed (median of the pairs; p10 "
+          "%.0f%%, p90 %.0f%%)\n",
+          shares.size(), static_cast<long long>(paired_from), step_p50, sweep_p50, bytes / (sweep_p50 / 1000.0) / 1e9,
+          100.0 * share, 100.0 * percentile(shares, 0.1), 100.0 * percentile(shares, 0.9));
   }
+  engine.free_sequence(id);
 
   if (!compare_.empty()) {
     auto base = StreamMode::parse(compare_, model->config.trained_context);

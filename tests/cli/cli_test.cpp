@@ -251,6 +251,17 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
   // 288 output, one embedding row; 18 bytes per 32 weights.
   const double q4_bytes = (6.0 * (4 * 288 * 288 + 3 * 288 * 768) + 32000.0 * 288 + 288) * 18 / 32;
   EXPECT_EQ(j["weight_bytes_per_token"].get<double>(), q4_bytes) << j;
+  // The paired comparison: one sweep after each timed step (4 warm-up pairs
+  // untimed), from the position the stream reached (20, then 4 timed
+  // steps), its share the median of the pairs' sweep / step ratios.
+  const auto& p = j["paired"];
+  EXPECT_EQ(p["pairs"].get<int>(), 4) << p;
+  EXPECT_EQ(p["position"].get<int64_t>(), 24) << p;
+  EXPECT_GT(p["step_p50_ms"].get<double>(), 0) << p;
+  EXPECT_GT(p["sweep_p50_ms"].get<double>(), 0) << p;
+  EXPECT_GE(p["share_p90"].get<double>(), p["share_p50"].get<double>()) << p;
+  EXPECT_GE(p["share_p50"].get<double>(), p["share_p10"].get<double>()) << p;
+  EXPECT_GT(p["share_p10"].get<double>(), 0) << p;
   std::remove(q.c_str());
 }
 
