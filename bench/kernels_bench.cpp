@@ -3,18 +3,21 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "format/ggml_types.h"
 #include "ops/attention.h"
+#include "ops/bandwidth.h"
 #include "ops/interleave.h"
 #include "ops/matmul.h"
 #include "ops/matmul_bf16.h"
 #include "ops/matmul_int8.h"
 #include "ops/norm.h"
 #include "ops/rope.h"
+#include "util/mapped_file.h"
 #include "util/thread_pool.h"
 
 namespace {
@@ -100,6 +103,94 @@ BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 56
 // decode must beat by a margin to run at the speed memory delivers.
 BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8, 12, 13, 14}, {256}, {2048}, {1}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
+// One decode step's matrix sweep from memory, not cache: range(1) layers of
+// TinyLlama's shapes (q, k, v, o, gate, up, down: 2048 x 2048, 256 x 2048
+// twice, 2048 x 2048, 5632 x 2048 twice, 2048 x 5632; 20-37 MB a layer),
+// interleaved, one activation row against each in turn on one thread, as the
+// engine runs them, alternating with a plain sum over the same bytes: the
+// share (read time / kernel time) says how far the kernels trail memory.
+struct DecodeLayers {
+  std::vector<ss::TensorView> mats;
+  std::shared_ptr<uint8_t> arena;  // the interleaved copies, in huge pages as the engine keeps them
+  std::vector<std::pair<const uint8_t*, size_t>> bytes;
+};
+DecodeLayers decode_layers(ss::GgmlType type, int layers) {
+  static const std::pair<int64_t, int64_t> kShapes[] = {{2048, 2048}, {256, 2048},  {256, 2048}, {2048, 2048},
+                                                        {5632, 2048}, {5632, 2048}, {2048, 5632}};
+  DecodeLayers d;
+  std::vector<std::vector<uint8_t>> plain;
+  for (const auto& [rows, cols] : kShapes) {  // quantized once, copied to every layer
+    const auto wf = random_floats(static_cast<size_t>(rows * cols));
+    const size_t rb = ss::row_bytes(type, cols);
+    plain.emplace_back(rb * static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) ss::quantize_row(type, wf.data() + r * cols, plain.back().data() + r * rb, cols);
+  }
+  std::vector<ss::TensorView> layer;
+  size_t layer_bytes = 0;
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    ss::TensorView w;
+    w.type = type;
+    w.ne0 = kShapes[i].second;
+    w.ne1 = kShapes[i].first;
+    w.data = plain[i].data();
+    layer.push_back(w);
+    layer_bytes += ss::interleaved_bytes(w);
+  }
+  d.arena = ss::allocate_huge(layer_bytes * static_cast<size_t>(layers));
+  uint8_t* at = d.arena.get();
+  for (int l = 0; l < layers; ++l)
+    for (ss::TensorView w : layer) {
+      ss::interleave(w, at);
+      w.interleaved = at;
+      w.data = nullptr;  // only the interleaved copy is read
+      d.bytes.emplace_back(at, ss::interleaved_bytes(w));
+      d.mats.push_back(w);
+      at += ss::interleaved_bytes(w);
+    }
+  return d;
+}
+void BM_DecodeSweep(benchmark::State& st) {
+  const auto type = static_cast<ss::GgmlType>(st.range(0));
+  ss::TensorView probe;  // the q shape: whether the engine reads this type interleaved here
+  probe.type = type;
+  probe.ne0 = probe.ne1 = 2048;
+  if (ss::int8_layout(probe) != ss::Int8Layout::Interleaved) {
+    st.SkipWithError("the engine does not interleave this type on this CPU");
+    return;
+  }
+  const DecodeLayers d = decode_layers(type, static_cast<int>(st.range(1)));
+  const auto x = random_floats(5632, 2);
+  std::vector<float> y(5632);
+  std::vector<ss::ByteRange> ranges;
+  size_t bytes = 0;
+  for (const auto& b : d.bytes) {
+    ranges.push_back({b.first, b.second});
+    bytes += b.second;
+  }
+  ss::ThreadPool pool(1);
+  // Each iteration: the kernels' sweep, then the plain one over the same
+  // bytes, so a shared machine's drift in memory speed falls on both.
+  double kernel_s = 0, read_s = 0;
+  using Clock = std::chrono::steady_clock;
+  for (auto _ : st) {
+    const auto t0 = Clock::now();
+    for (const auto& w : d.mats) {
+      ss::matmul(w, x.data(), 1, y.data(), pool, ss::ActQuant::Int8);
+      benchmark::DoNotOptimize(y.data());
+    }
+    const auto t1 = Clock::now();
+    benchmark::DoNotOptimize(ss::measure_read_bandwidth(pool, ranges, 1));
+    kernel_s += std::chrono::duration<double>(t1 - t0).count();
+    read_s += std::chrono::duration<double>(Clock::now() - t1).count();
+  }
+  const double n = static_cast<double>(st.iterations());
+  st.counters["kernel_GB/s"] = static_cast<double>(bytes) * n / kernel_s / 1e9;
+  st.counters["read_GB/s"] = static_cast<double>(bytes) * n / read_s / 1e9;
+  st.counters["share"] = read_s / kernel_s;
+  st.SetLabel(std::string(ss::type_name(static_cast<uint32_t>(type))) + " " + ss::int8_kernels());
+}
+BENCHMARK(BM_DecodeSweep)->ArgsProduct({{2, 8, 12, 13, 14}, {4}})->Unit(benchmark::kMillisecond);
+
 // The same batches as bf16 tiles (ActQuant::Fast, 4+ rows).
 void BM_MatmulFast(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast); }
 BENCHMARK(BM_MatmulFast)->ArgsProduct({{8, 2}, {2048}, {2048}, {16, 64}});
