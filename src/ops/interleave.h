@@ -46,11 +46,15 @@
 //   [0, 32)      the rows' f16 d;
 //   [32, 288)    sub-block j's (16 weights) int8 scale of row m at 32 + 16j + m;
 //   then per p = 0..3, 768 bytes at 288 + 768p:
-//     [0, 512)   eight 64-byte chunks c, byte 4m + i: low nibble of weight
-//                64p + 4c + i of row m, high nibble: of weight 64p + 32 + 4c + i;
-//     [512, 768) four 64-byte chunks h, byte 4m + i: the top two bits of
-//                those two weights of chunk 2h (bits 0-1 and 2-3) and of
-//                chunk 2h + 1 (bits 4-5 and 6-7).
+//     [0, 512)   eight 64-byte chunks c, byte 4m + i: weight 64p + 4c + i of
+//                row m whole (bits 0-5) and the top two bits of its weight
+//                64p + 32 + 4c + i (bits 6-7);
+//     [512, 768) four 64-byte chunks h, byte 4m + i: the low four bits of
+//                that second weight of chunk 2h (bits 0-3) and of chunk
+//                2h + 1 (bits 4-7).
+//   So a chunk's first 64 weights are one AND away, and the second ones, as
+//   four times their value, one select of bits 6-7 over the nibble moved to
+//   bits 2-5 (the file's layout took 6.5 operations a chunk, this one 4).
 #include <cstddef>
 #include <cstdint>
 
@@ -67,7 +71,7 @@ inline constexpr int kQ4KIlPairBytes = 512, kQ5KIlPairBytes = 640;
 inline constexpr int64_t kQ5KInterleavedBytes = kQ4KIlNibbles + 4 * kQ5KIlPairBytes;  // 2880
 inline constexpr int64_t kQ8InterleavedBlockBytes = 544;
 inline constexpr int64_t kQ6KInterleavedBytes = 3360;
-inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768, kQ6KIlHighBits = 512;
+inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768, kQ6KIlHighNibbles = 512;
 
 // How far ahead of the bytes being read the interleaved K-quant GEMV kernels
 // (VNNI and AVX2) prefetch into L1 (Q4_K, Q5_K, Q6_K; was one super-block, 2368-3360

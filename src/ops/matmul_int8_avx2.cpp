@@ -361,9 +361,9 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
 }
 
 // Q6_K interleaved against NT activation rows from t0, halves h0..h0+H-1.
-// Per pair p, chunk c's nibbles and its two top bits (from the shared
-// high-bit chunk c / 2) make unsigned 6-bit weights of 64p + 4c.. (low) and
-// 64p + 32 + 4c.. (high); chunks 4q..4q+3 cover sub-blocks 4p + q (low) and
+// Per pair p, chunk c holds the unsigned 6-bit weights of 64p + 4c.. (low:
+// AND 0x3F) and the top two bits of those of 64p + 32 + 4c.. (high), whose
+// low four come from high-nibble chunk c / 2; chunks 4q..4q+3 cover sub-blocks 4p + q (low) and
 // 4p + 2 + q (high) of 16 weights, whose integer sums start at -32 times their
 // activations' sum (the offset of v - 32) and take d * their int8 scales
 // times the activation block's d. vpmaddubsw pairs (at most 2 * 63 * 127) of two
@@ -372,7 +372,8 @@ template <int NT, int H>
 SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                                   int h0) {
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
-  const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30), ones = _mm256_set1_epi16(1);
+  const __m256i six = _mm256_set1_epi8(0x3F), low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30),
+                ones = _mm256_set1_epi16(1);
   __m256 acc[NT][H];
   zero(acc);
   for (int64_t sb = 0; sb < ns; ++sb) {
@@ -397,18 +398,17 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
             for (int line : {0, 256, 512})
               _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + line + 64 * hh), _MM_HINT_T0);
           for (int h = 0; h < H; ++h) {
-            const __m256i hb =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ6KIlHighBits + 64 * hh + 32 * (h0 + h)));
+            const __m256i nib =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ6KIlHighNibbles + 64 * hh + 32 * (h0 + h)));
             __m256i slo[NT], shi[NT];
             for (int half = 0; half < 2; ++half) {
               const int c = 2 * hh + half;
               const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * (h0 + h)));
-              // Bits 0-1 / 2-3 (chunk 2hh) or 4-5 / 6-7 (chunk 2hh + 1) to bits 4-5.
-              const __m256i top_lo = half == 0 ? _mm256_slli_epi16(hb, 4) : hb;
-              const __m256i top_hi = half == 0 ? _mm256_slli_epi16(hb, 2) : _mm256_srli_epi16(hb, 2);
-              const __m256i wl = _mm256_or_si256(_mm256_and_si256(v, low), _mm256_and_si256(top_lo, top));
-              const __m256i wh =
-                  _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), low), _mm256_and_si256(top_hi, top));
+              // The high weight's top bits (6-7) to bits 4-5, over its nibble:
+              // bits 0-3 (chunk 2hh) or 4-7 (chunk 2hh + 1) of `nib`.
+              const __m256i wl = _mm256_and_si256(v, six);
+              const __m256i wh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 2), top),
+                                                 _mm256_and_si256(half == 0 ? nib : _mm256_srli_epi16(nib, 4), low));
               for (int k = 0; k < NT; ++k) {
                 const int8_t* x = xq.q.data() + (t0 + k) * cols + sb * kQkK + 64 * pair + 4 * c;
                 const __m256i pl = _mm256_maddubs_epi16(wl, broadcast4(x));
