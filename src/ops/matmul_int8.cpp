@@ -739,7 +739,10 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
           // And three times as far into L2: with this layout's cheaper
           // unpacking the L1 prefetch alone left one-thread TinyLlama decode
           // 3.6% slower than the old layout's (7 alternating rounds); with it
-          // the two are even (0.999 and 1.008 at 1 and 2 threads).
+          // the two were even (0.999 and 1.008 at 1 and 2 threads). Against
+          // the same kernel without it: 0.967 and 0.983 the time at 1
+          // thread, 1.035 at 2 (five rounds each), near this VM's noise. The
+          // same prefetch in the AVX2 kernel made it 1.17-1.33x slower.
           _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 64 * h), _MM_HINT_T2);
           _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T2);
           _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T2);
