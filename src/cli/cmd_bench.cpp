@@ -79,7 +79,9 @@ BenchCommand::BenchCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   sub_->add_flag("--bandwidth", bandwidth_,
-                 "probe memory read bandwidth and report decode as a share of bandwidth / weight bytes per token");
+                 "probe memory read bandwidth and report decode as a share of bandwidth / weight bytes per token; then "
+                 "--samples more decode steps, each followed by a plain sweep over the same weights (the paired "
+                 "share: median sweep time / step time)");
   sub_->add_option("--seed", seed_, "seed of the random token stream")->capture_default_str();
   sub_->add_flag("--json", json_, "print results as JSON");
 }
