@@ -30,16 +30,22 @@ std::vector<float> random_floats(size_t n, uint32_t seed = 1) {
   return v;
 }
 
+// rows x cols random weights in [-1, 1) quantized to `type`, row after row.
+std::vector<uint8_t> random_matrix(ss::GgmlType type, int64_t rows, int64_t cols) {
+  const auto wf = random_floats(static_cast<size_t>(rows * cols));
+  const size_t rb = ss::row_bytes(type, cols);
+  std::vector<uint8_t> wq(rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) ss::quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
+  return wq;
+}
+
 // GEMV/GEMM: rows x cols weights of a type (range 0-2), batch of n
 // activation rows (range 3), activations as `aq` says.
 void run_matmul(benchmark::State& st, ss::ActQuant aq, bool interleaved = false) {
   const auto type = static_cast<ss::GgmlType>(st.range(0));
   const int64_t rows = st.range(1), cols = st.range(2);
   const int n = static_cast<int>(st.range(3));
-  const auto wf = random_floats(static_cast<size_t>(rows * cols));
-  const size_t rb = ss::row_bytes(type, cols);
-  std::vector<uint8_t> wq(rb * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) ss::quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
+  const std::vector<uint8_t> wq = random_matrix(type, rows, cols);
   ss::TensorView w;
   w.type = type;
   w.ne0 = cols;
@@ -118,13 +124,8 @@ DecodeLayers decode_layers(ss::GgmlType type, int layers) {
   static const std::pair<int64_t, int64_t> kShapes[] = {{2048, 2048}, {256, 2048},  {256, 2048}, {2048, 2048},
                                                         {5632, 2048}, {5632, 2048}, {2048, 5632}};
   DecodeLayers d;
-  std::vector<std::vector<uint8_t>> plain;
-  for (const auto& [rows, cols] : kShapes) {  // quantized once, copied to every layer
-    const auto wf = random_floats(static_cast<size_t>(rows * cols));
-    const size_t rb = ss::row_bytes(type, cols);
-    plain.emplace_back(rb * static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) ss::quantize_row(type, wf.data() + r * cols, plain.back().data() + r * rb, cols);
-  }
+  std::vector<std::vector<uint8_t>> plain;  // quantized once, interleaved into every layer
+  for (const auto& [rows, cols] : kShapes) plain.push_back(random_matrix(type, rows, cols));
   std::vector<ss::TensorView> layer;
   size_t layer_bytes = 0;
   for (size_t i = 0; i < std::size(kShapes); ++i) {
@@ -140,12 +141,13 @@ DecodeLayers decode_layers(ss::GgmlType type, int layers) {
   uint8_t* at = d.arena.get();
   for (int l = 0; l < layers; ++l)
     for (ss::TensorView w : layer) {
+      const size_t size = ss::interleaved_bytes(w);
       ss::interleave(w, at);
       w.interleaved = at;
       w.data = nullptr;  // only the interleaved copy is read
-      d.bytes.emplace_back(at, ss::interleaved_bytes(w));
+      d.bytes.emplace_back(at, size);
       d.mats.push_back(w);
-      at += ss::interleaved_bytes(w);
+      at += size;
     }
   return d;
 }

@@ -444,11 +444,10 @@ int BenchCommand::run() {
     for (const auto& L : m.layers)
       for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*t, t->ne1);
     add(m.output, m.output.ne1);
-    ThreadPool probe_pool(model_.threads);
     // The weights where they lie, summed as a plain streaming read, and a
     // fresh buffer: the ceiling takes the faster.
-    const double bw_weights = measure_read_bandwidth(probe_pool, ranges);
-    const double bw_fresh = measure_read_bandwidth(probe_pool, std::max<size_t>(size_t{1} << 30, 2 * bytes));
+    const double bw_weights = measure_read_bandwidth(engine.threads(), ranges);
+    const double bw_fresh = measure_read_bandwidth(engine.threads(), std::max<size_t>(size_t{1} << 30, 2 * bytes));
     const double bw = std::max(bw_weights, bw_fresh);
     const double ceiling = bw / bytes;
     const double measured = samples.empty() ? 0 : samples.front().tok_s;
