@@ -35,8 +35,11 @@ class StripPrefetch {
   StripPrefetch(const TensorView& w, int64_t rt, int64_t r1, int64_t steps) {
     const int64_t next_rows = std::min<int64_t>(32, r1 - (rt + 32));
     if (next_rows > 0) {
-      next_ = tiles_read_interleaved(w) ? rows_begin(w, rt + 32) : w.row(rt + 32);
-      bytes_ = next_rows * static_cast<int64_t>(row_bytes(w.type, w.ne0));
+      const bool il = tiles_read_interleaved(w);
+      next_ = il ? rows_begin(w, rt + 32) : w.row(rt + 32);
+      // (Interleaved Q4_K/Q5_K rows carry their unpacked scales too.)
+      const size_t per_row = il ? interleaved_bytes(w) / static_cast<size_t>(w.ne1) : row_bytes(w.type, w.ne0);
+      bytes_ = next_rows * static_cast<int64_t>(per_row);
     }
     lines_per_step_ = (bytes_ / 64 + steps - 1) / steps + 1;
   }

@@ -5,8 +5,8 @@
 // adds, and one conversion yields the 16 rows' scales.
 //
 // Results (matmul.h, MatmulKernel): the AMX paths (int8 and bf16 tiles)
-// transpose a Q4_0 group back to rows and give the plain matrix's bits
-// exactly (AMX machines keep Q4_K plain); the VNNI GEMV sums a row's blocks
+// transpose a group back to rows and give the plain matrix's bits exactly
+// (ops/interleave_x86.h); the VNNI GEMV sums a row's blocks
 // in another order than on plain rows, so there interleaved and plain agree
 // within float rounding, not bit for bit. Without AMX (Zen 4/5, Ice Lake)
 // every batch takes VNNI.
@@ -93,9 +93,9 @@ size_t interleaved_bytes(const TensorView& w);
 // Writes the interleaved copy of W's rows (can_interleave(w) must hold) to
 // dst [interleaved_bytes(w)].
 void interleave(const TensorView& w, uint8_t* dst);
-// Whether the AMX tile kernels read W's interleaved copy: only Q4_0's (they
-// read every other type's plain rows, which W keeps).
-inline bool tiles_read_interleaved(const TensorView& w) { return w.interleaved != nullptr && w.type == GgmlType::Q4_0; }
+// Whether the AMX tile kernels (int8 and bf16) read W's interleaved copy:
+// whenever it has one (Q6_K never takes the tiles).
+inline bool tiles_read_interleaved(const TensorView& w) { return w.interleaved != nullptr && w.type != GgmlType::Q6_K; }
 // Where rows r.. begin in the bytes the kernels read: the interleaved copy
 // when there is one (r % 16 == 0: rows r..r+15 then follow contiguously),
 // else W's own rows.

@@ -1,6 +1,6 @@
 #pragma once
-// AVX-512 helpers for the interleaved Q4_0 layout (ops/interleave.h), shared
-// by the int8 and bf16 tile kernels.
+// AVX-512 helpers that turn the interleaved layouts (ops/interleave.h) back
+// into rows, for the int8 and bf16 tile kernels: Q4_0, Q8_0, Q4_K, Q5_K.
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
@@ -8,23 +8,14 @@
 
 namespace ss {
 
-// One interleaved block (16 rows x 32 weights, 288 bytes at p) as 16 rows of
-// 32 signed weights q - 8 in natural order (rows [16][32]) and the rows'
-// scales (d [16]): the eight 16-row columns of dwords (chunk j's low
-// nibbles = weights 4j.., high = 16+4j..) transposed to 16 rows of eight.
-__attribute__((target("avx512f,avx512bw,f16c"), always_inline)) inline void interleaved_block_rows(const uint8_t* p,
-                                                                                                   int8_t* rows,
-                                                                                                   float* d) {
-  const __m512i low = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+#define SS_IL_TARGET __attribute__((target("avx512f,avx512bw,f16c"), always_inline)) inline
+
+// Eight 16-row columns of dwords (dword m of a[k]: row m's dword k, as the
+// interleaved layouts' 64-byte chunks hold them) transposed to 16 rows of 32
+// bytes (rows [16][32]).
+SS_IL_TARGET void chunks_to_rows(const __m512i (&a)[8], int8_t* rows) {
   const __m512i rows_0_4 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0),
                 rows_8_12 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
-  _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
-  __m512i a[8];  // dword m of a[k]: row m's dword k
-  for (int j = 0; j < 4; ++j) {
-    const __m512i v = _mm512_loadu_si512(p + 32 + 64 * j);
-    a[j] = _mm512_sub_epi8(_mm512_and_si512(v, low), eight);
-    a[4 + j] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), low), eight);
-  }
   // Per 128-bit lane L: u[i] = row 4L+i's dwords 0-3, u[4+i] its dwords 4-7.
   __m512i u[8];
   for (int h = 0; h < 8; h += 4) {
@@ -44,6 +35,74 @@ __attribute__((target("avx512f,avx512bw,f16c"), always_inline)) inline void inte
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(rows + (12 + i) * 32), _mm512_extracti64x4_epi64(r812, 1));
   }
 }
+
+// One interleaved Q4_0 block (16 rows x 32 weights, 288 bytes at p) as 16
+// rows of 32 signed weights q - 8 in natural order (rows [16][32]) and the
+// rows' scales (d [16]): chunk j's low nibbles are weights 4j.., its high
+// ones 16+4j...
+SS_IL_TARGET void interleaved_block_rows(const uint8_t* p, int8_t* rows, float* d) {
+  const __m512i low = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  __m512i a[8];
+  for (int j = 0; j < 4; ++j) {
+    const __m512i v = _mm512_loadu_si512(p + 32 + 64 * j);
+    a[j] = _mm512_sub_epi8(_mm512_and_si512(v, low), eight);
+    a[4 + j] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), low), eight);
+  }
+  chunks_to_rows(a, rows);
+}
+
+// One interleaved Q8_0 block (544 bytes at p) as 16 rows of 32 signed
+// weights (rows [16][32]) and their scales (d [16]).
+SS_IL_TARGET void interleaved_q8_block_rows(const uint8_t* p, int8_t* rows, float* d) {
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  _mm512_storeu_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+  __m512i a[8];
+  for (int j = 0; j < 8; ++j) a[j] = _mm512_xor_si512(_mm512_loadu_si512(p + 32 + 64 * j), bias);
+  chunks_to_rows(a, rows);
+}
+
+// One interleaved Q4_K (kFive: Q5_K) super-block of 16 rows (at p) as its
+// eight sub-blocks' rows of 32 weights 0..15 (0..31), rows [8][16][32], with
+// scales d * sc and mins dmin * m, dw and mn [8][16] (sub-block j, row m at
+// 16j + m).
+template <bool kFive>
+SS_IL_TARGET void interleaved_k45_superblock_rows(const uint8_t* p, int8_t* rows, float* dw, float* mn) {
+  constexpr int kPairBytes = kFive ? 640 : 512;
+  const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
+  for (int j = 0; j < 8; ++j) {
+    const __m512 sc =
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 64 + 16 * j))));
+    const __m512 m =
+        _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192 + 16 * j))));
+    _mm512_storeu_ps(dw + 16 * j, _mm512_mul_ps(d, sc));
+    _mm512_storeu_ps(mn + 16 * j, _mm512_mul_ps(dmin, m));
+  }
+  const __m512i low = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+  for (int pair = 0; pair < 4; ++pair) {
+    const uint8_t* q = p + 320 + kPairBytes * pair;
+    __m512i lo[8], hi[8];
+    for (int c = 0; c < 8; ++c) {
+      const __m512i v = _mm512_loadu_si512(q + 64 * c);
+      lo[c] = _mm512_and_si512(v, low);
+      hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+      if constexpr (kFive) {
+        // Fifth bits of chunk c: bits 2(c % 4) (low nibble) and 2(c % 4) + 1
+        // (high) of top-bit chunk c / 4.
+        const __m512i top = _mm512_loadu_si512(q + 512 + 64 * (c / 4));
+        const __m512i b_lo = _mm512_and_si512(_mm512_srl_epi16(top, _mm_cvtsi32_si128(2 * (c % 4))), one);
+        const __m512i b_hi = _mm512_and_si512(_mm512_srl_epi16(top, _mm_cvtsi32_si128(2 * (c % 4) + 1)), one);
+        lo[c] = _mm512_or_si512(lo[c], _mm512_slli_epi16(b_lo, 4));
+        hi[c] = _mm512_or_si512(hi[c], _mm512_slli_epi16(b_hi, 4));
+      }
+    }
+    chunks_to_rows(lo, rows + (2 * pair) * 512);
+    chunks_to_rows(hi, rows + (2 * pair + 1) * 512);
+  }
+}
+
+#undef SS_IL_TARGET
 
 }  // namespace ss
 #endif

@@ -27,10 +27,11 @@ enum class ActQuant { None, Int8, Fast };
 //  - Int8Vnni (AVX-512 VNNI; decode, and batches without AMX, Q6_K always):
 //    within float rounding of matmul_int8_reference; the same bits for any
 //    thread count and for one matrix alone or in matmul_shared_input; NOT
-//    the same bits for Q4_0/Q4_K read interleaved (ops/interleave.h) as for its
-//    plain rows, whose blocks are summed in another order.
-//  - Int8Amx (AMX int8 tiles; batches of 4+ rows): as Int8Vnni, and the
-//    same bits for interleaved and plain Q4_0 (tiles see the same blocks).
+//    the same bits for a matrix read interleaved (ops/interleave.h) as for
+//    its plain rows, whose blocks are summed in another order.
+//  - Int8Amx (AMX int8 tiles; batches of 4+ rows; not Q6_K): as Int8Vnni,
+//    and the same bits for interleaved and plain rows (tiles see the same
+//    blocks).
 //  - Int8Avx2 (AVX2 without VNNI; every row count; Q4_0 and Q8_0 plain or
 //    interleaved, Q4_K/Q5_K/Q6_K interleaved only, else the float path):
 //    within float rounding of matmul_int8_reference; the same bits for any
@@ -38,7 +39,7 @@ enum class ActQuant { None, Int8, Fast };
 //    the same bits for interleaved Q4_0/Q8_0 as for their plain rows.
 //  - Bf16Amx (AMX-BF16 tiles; Fast, Q4_0/Q8_0 batches of 4+ rows): within
 //    bf16 rounding of matmul_bf16_reference; the same bits for interleaved
-//    and plain Q4_0 and for any thread count.
+//    and plain rows and for any thread count.
 enum class MatmulKernel { Float, Int8Vnni, Int8Avx2, Int8Amx, Bf16Amx };
 MatmulKernel matmul_kernel(const TensorView& w, int n, ActQuant aq);
 const char* matmul_kernel_name(MatmulKernel k);

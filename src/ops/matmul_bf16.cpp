@@ -7,6 +7,7 @@
 #include "format/ggml_types.h"
 #include "ops/amx.h"
 #include "ops/interleave.h"
+#include "ops/interleave_x86.h"
 #include "ops/transpose_x86.h"
 #include "util/check.h"
 #include "util/cpu_features.h"
@@ -105,12 +106,31 @@ SS_BF16 inline void interleaved_block_bf16(const uint8_t* p, uint16_t* wt) {
   }
 }
 
-// Blocks [k0, k0 + kn) of weight rows [rt, rt + 16) as bf16 A tiles,
-// wt [kn][16][32]; rows from `end` on are 0.
+// One interleaved Q8_0 block (544 bytes at p) as a bf16 A tile wt [16][32]:
+// rows back from the chunks, then d * q rounded once, as from plain rows.
+SS_BF16 inline void interleaved_q8_block_bf16(const uint8_t* p, uint16_t* wt) {
+  alignas(64) int8_t q[16][32];
+  alignas(64) float d[16];
+  interleaved_q8_block_rows(p, &q[0][0], d);
+  for (int m = 0; m < 16; ++m) {
+    const __m512 dv = _mm512_set1_ps(d[m]);
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m]))));
+    const __m512 hi =
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m] + 16))));
+    store_bf16x32(_mm512_mul_ps(lo, dv), _mm512_mul_ps(hi, dv), wt + m * 32);
+  }
+}
+
+// bf16_tile_rows (matmul_bf16.h).
 SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t k0, int64_t kn, uint16_t* wt) {
-  if (tiles_read_interleaved(w) && rt + 16 <= end) {  // interleaved Q4_0 (end is a whole group's)
+  if (tiles_read_interleaved(w) && rt + 16 <= end) {  // end is a whole group's
     const uint8_t* group = rows_begin(w, rt);
-    for (int64_t b = 0; b < kn; ++b) interleaved_block_bf16(group + (k0 + b) * kInterleavedBlockBytes, wt + b * 512);
+    if (w.type == GgmlType::Q4_0) {
+      for (int64_t b = 0; b < kn; ++b) interleaved_block_bf16(group + (k0 + b) * kInterleavedBlockBytes, wt + b * 512);
+      return;
+    }
+    for (int64_t b = 0; b < kn; ++b)
+      interleaved_q8_block_bf16(group + (k0 + b) * kQ8InterleavedBlockBytes, wt + b * 512);
     return;
   }
   for (int m = 0; m < 16; ++m) {
@@ -274,6 +294,11 @@ void matmul_bf16_rows(const TensorView& w, const Bf16Acts& xb, float* y, int64_t
   amx_bf16_matmul(w, xb, y, r0, r1);
 }
 
+void bf16_tile_rows(const TensorView& w, int64_t rt, int64_t end, int64_t k0, int64_t kn, uint16_t* wt) {
+  SS_CHECK(bf16_type(w.type) && cpu_usable(kCpuAvx512Bf16));
+  convert_tile(w, rt, end, k0, kn, wt);
+}
+
 #else
 
 void pack_acts_bf16(const float*, int, int64_t, Bf16Acts&) { SS_CHECK(false && "no AMX-BF16 on this CPU"); }
@@ -281,6 +306,9 @@ bool bf16_tiles_usable() { return false; }
 bool bf16_matmul_supported(const TensorView&) { return false; }
 void matmul_bf16_rows(const TensorView&, const Bf16Acts&, float*, int64_t, int64_t) {
   SS_CHECK(false && "no AMX-BF16 on this CPU");
+}
+void bf16_tile_rows(const TensorView&, int64_t, int64_t, int64_t, int64_t, uint16_t*) {
+  SS_CHECK(false && "no AVX-512 BF16 on this CPU");
 }
 
 #endif

@@ -39,6 +39,11 @@ bool bf16_tiles_usable();
 bool bf16_matmul_supported(const TensorView& w);
 // Rows [r0, r1) of Y = X · Wᵀ; Y [n x rows]; r0 a multiple of 16.
 void matmul_bf16_rows(const TensorView& w, const Bf16Acts& xb, float* y, int64_t r0, int64_t r1);
+// Blocks [k0, k0 + kn) of weight rows [rt, rt + 16) as the kernel's bf16 A
+// tiles, wt [kn][16][32]; rows from `end` on are 0. From W's interleaved
+// groups where it has them (whole groups only), else its plain rows: the
+// same bits either way. Needs AVX-512 BF16 (not the tiles).
+void bf16_tile_rows(const TensorView& w, int64_t rt, int64_t end, int64_t k0, int64_t kn, uint16_t* wt);
 // Scalar twin: the same bf16 operands, products summed in double.
 void matmul_bf16_reference(const TensorView& w, const float* x, int n, float* y);
 

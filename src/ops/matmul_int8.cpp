@@ -905,20 +905,45 @@ SS_AMX __attribute__((always_inline)) inline void amx_scale4(const int32_t (*c)[
   }
 }
 
-// One interleaved Q4_0 group (16 rows) as int8 A tiles (wq [nb][16][32])
-// and scales (dw [nb][16]).
-SS_VNNI void decode_group_interleaved(const uint8_t* group, int64_t nb, int8_t* wq, float* dw) {
-  for (int64_t b = 0; b < nb; ++b)
-    interleaved_block_rows(group + b * kInterleavedBlockBytes, wq + b * 512, dw + b * 16);
+// One interleaved group (16 rows) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as int8 A
+// tiles (wq [nb][16][32]), scales (dw [nb][16]) and, for Q4_K/Q5_K, mins (mn
+// [nb][16]): the same values decode_row_ints(_q4k) give from the plain rows.
+SS_VNNI void decode_group_interleaved(GgmlType type, const uint8_t* group, int64_t nb, int8_t* wq, float* dw,
+                                      float* mn) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      for (int64_t b = 0; b < nb; ++b)
+        interleaved_block_rows(group + b * kInterleavedBlockBytes, wq + b * 512, dw + b * 16);
+      return;
+    case GgmlType::Q8_0:
+      for (int64_t b = 0; b < nb; ++b)
+        interleaved_q8_block_rows(group + b * kQ8InterleavedBlockBytes, wq + b * 512, dw + b * 16);
+      return;
+    case GgmlType::Q4_K:
+      for (int64_t s = 0; s * 8 < nb; ++s)
+        interleaved_k45_superblock_rows<false>(group + s * kQ4KInterleavedBytes, wq + s * 8 * 512, dw + s * 8 * 16,
+                                               mn + s * 8 * 16);
+      return;
+    case GgmlType::Q5_K:
+      for (int64_t s = 0; s * 8 < nb; ++s)
+        interleaved_k45_superblock_rows<true>(group + s * kQ5KInterleavedBytes, wq + s * 8 * 512, dw + s * 8 * 16,
+                                              mn + s * 8 * 16);
+      return;
+    default:
+      SS_CHECK(false && "no int8 tiles for this type");
+  }
 }
+
+}  // namespace
 
 // Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as int8 A tiles
 // (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K/Q5_K, their mins
 // (mn [nb][16]); rows from `end` on are 0.
-void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_t* wq, float* dw, float* mn) {
-  // Interleaved Q4_0: end is a whole group's. (The other types keep their
-  // plain rows too, read here.)
-  if (tiles_read_interleaved(w) && rt + 16 <= end) return decode_group_interleaved(rows_begin(w, rt), nb, wq, dw);
+void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, float* dw, float* mn) {
+  const int64_t nb = w.ne0 / kActBlock;
+  // Interleaved: end is a whole group's.
+  if (tiles_read_interleaved(w) && rt + 16 <= end)
+    return decode_group_interleaved(w.type, rows_begin(w, rt), nb, wq, dw, mn);
   for (int m = 0; m < 16; ++m) {
     if (rt + m < end) {
       if (w.type == GgmlType::Q4_0)
@@ -938,6 +963,8 @@ void decode_tile(const TensorView& w, int64_t rt, int64_t end, int64_t nb, int8_
     }
   }
 }
+
+namespace {
 
 template <bool kMins>
 SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
@@ -966,8 +993,8 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   for (int64_t rt = r0; rt < r1; rt += 32) {
     // A strip of 16 rows (the end of W or of this range) multiplies zeros in
     // its second tile rather than needing a second kernel.
-    decode_tile(w, rt, r1, nb, wq[0], dws[0], mns[0]);
-    decode_tile(w, rt + 16, r1, nb, wq[1], dws[1], mns[1]);
+    int8_tile_rows(w, rt, r1, wq[0], dws[0], mns[0]);
+    int8_tile_rows(w, rt + 16, r1, wq[1], dws[1], mns[1]);
     StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>((groups + 1) / 2) * nb);
     for (int g = 0; g < groups; g += 2) {
       // An odd last group is paired with itself; its second products are
@@ -1054,8 +1081,7 @@ Int8Layout int8_layout(const TensorView& w) {
   if (!int8_type(w.type) || !(vnni || cpu_usable(kCpuAvx2)) ||
       w.ne0 % type_traits(static_cast<uint32_t>(w.type))->block_elems != 0)
     return Int8Layout::None;
-  if (can_interleave(w) && (w.type == GgmlType::Q4_0 || !int8_uses_amx(w, kInterleaveRows)))
-    return Int8Layout::Interleaved;
+  if (can_interleave(w)) return Int8Layout::Interleaved;
   return vnni || int8_avx2_plain_type(w.type) ? Int8Layout::Plain : Int8Layout::None;
 }
 
@@ -1109,6 +1135,9 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   SS_CHECK(false && "int8 matmul without a kernel");
 }
 bool int8_uses_amx(const TensorView&, int) { return false; }
+void int8_tile_rows(const TensorView&, int64_t, int64_t, int8_t*, float*, float*) {
+  SS_CHECK(false && "int8 tiles without a kernel");
+}
 Int8Layout int8_layout(const TensorView&) { return Int8Layout::None; }
 const char* int8_kernels() { return "none"; }
 

@@ -64,10 +64,10 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
 bool int8_matmul_supported(const TensorView& w);
 // What the int8 kernels read of W on this CPU and cap once the runtime has
 // laid it out (runtime/kernel_layouts.h): nothing (no kernel: the float
-// path), its plain rows, or its interleaved copy (ops/interleave.h). VNNI:
-// every int8 type interleaved where its shape allows, except where AMX
-// tiles take its batches (they read plain rows; Q4_0 excepted); AVX2: the
-// same five types, the K-quants only where they can be interleaved.
+// path), its plain rows, or its interleaved copy (ops/interleave.h). VNNI
+// and AVX2: every int8 type interleaved where its shape allows (AMX tiles
+// read the interleaved groups too, turned back into rows); plain rows
+// otherwise, except the K-quants under AVX2, which then take the float path.
 enum class Int8Layout { None, Plain, Interleaved };
 Int8Layout int8_layout(const TensorView& w);
 // Whether n activation rows against W take the AMX tiles (else VNNI).
@@ -75,6 +75,13 @@ bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are
 // multiples of 16 except at the end of W (the AMX path works in 16-row tiles).
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
+// Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as the AMX
+// kernel's int8 A tiles (wq [ne0 / 32][16][32]), per-block scales (dw [ne0 /
+// 32][16]) and, for Q4_K/Q5_K, mins (mn, the same shape; scale * q - min);
+// rows from `end` on are 0. From W's interleaved groups where it has them
+// (whole groups only), else its plain rows: the same values either way. Needs
+// AVX-512 VNNI (int8_kernels()).
+void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, float* dw, float* mn);
 // Scalar twin of matmul_int8_rows over all rows.
 void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y);
 

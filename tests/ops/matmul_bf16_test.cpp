@@ -9,9 +9,12 @@
 #include <limits>
 #include <random>
 
+#include "ops/interleave.h"
 #include "ops/matmul.h"
 #include "ops/matmul_int8.h"
 #include "random_weights.h"
+#include "util/aligned_vector.h"
+#include "util/cpu_features.h"
 #include "util/fp16.h"
 
 namespace ss {
@@ -99,6 +102,47 @@ TEST(Bf16Matmul, DecodeRowsKeepTheInt8Path) {
     matmul(q, x.data(), n, a.data(), pool, ActQuant::Int8);
     matmul(q, x.data(), n, b.data(), pool, ActQuant::Fast);
     EXPECT_EQ(a, b) << "n=" << n;
+  }
+}
+
+// The AMX-BF16 kernel's A tiles (bf16_tile_rows) come out the same from W's
+// interleaved groups as from its plain rows, bit for bit, and equal each
+// dequantized weight rounded to bf16. Needs AVX-512 BF16, not the tiles, so
+// machines without AMX check what the AMX ones read.
+TEST(Bf16Matmul, TilesFromInterleavedGroupsEqualTilesFromPlainRows) {
+  if (!cpu_usable(kCpuAvx512Bf16)) GTEST_SKIP() << "no AVX-512 BF16 on this CPU and cap";
+  std::mt19937 rng(6);
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0}) {
+    for (int cols : {32, 96, 800}) {
+      constexpr int kRows = 48;
+      std::vector<uint8_t> storage;
+      const TensorView w = random_weights(type, kRows, cols, rng, storage);
+      std::vector<uint8_t> copy(interleaved_bytes(w));
+      interleave(w, copy.data());
+      TensorView iw = w;
+      iw.interleaved = copy.data();
+      const int64_t nb = cols / 32;
+      std::vector<float> wrow(static_cast<size_t>(cols));
+      for (auto [rt, end] : {std::pair{0, kRows}, std::pair{32, kRows}, std::pair{16, 21}})
+        for (auto [k0, kn] : {std::pair<int64_t, int64_t>{0, nb}, std::pair<int64_t, int64_t>{nb / 2, nb - nb / 2}}) {
+          // 64-byte aligned, as the kernel's tile buffers are.
+          AlignedVector<uint16_t> plain(static_cast<size_t>(kn) * 512, 1), il(plain.size(), 2);
+          bf16_tile_rows(w, rt, end, k0, kn, plain.data());
+          bf16_tile_rows(iw, rt, end, k0, kn, il.data());
+          const std::string what = std::string(type_name(static_cast<uint32_t>(type))) +
+                                   " cols=" + std::to_string(cols) + " rt=" + std::to_string(rt) +
+                                   " k0=" + std::to_string(k0);
+          ASSERT_EQ(il, plain) << what;
+          for (int m = 0; m < 16; ++m) {
+            if (rt + m < end) dequantize_row(type, w.row(rt + m), wrow.data(), cols);
+            for (int64_t b = 0; b < kn; ++b)
+              for (int i = 0; i < 32; ++i) {
+                const uint16_t want = rt + m < end ? to_bf16(wrow[static_cast<size_t>((k0 + b) * 32 + i)]) : 0;
+                ASSERT_EQ(il[static_cast<size_t>(b * 512 + m * 32 + i)], want) << what << " m=" << m;
+              }
+          }
+        }
+    }
   }
 }
 

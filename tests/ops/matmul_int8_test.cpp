@@ -243,6 +243,58 @@ TEST(Int8Matmul, InterleavedQ6_KMatchesTwinAndPlainLayout) {
   interleaved_matches_twin_and_plain(GgmlType::Q6_K, {256, 768, 2048});
 }
 
+// The AMX kernel's int8 A tiles, scales and mins (int8_tile_rows) come out
+// the same from W's interleaved groups as from its plain rows, bit for bit
+// (what lets interleaved and plain matrices give the same AMX sums), and
+// scale * q - min is the dequantized weight. Runs wherever AVX-512 VNNI is
+// (the tile unit itself is not needed), so machines without AMX check what
+// the AMX ones read.
+TEST(Int8Matmul, AmxTilesFromInterleavedGroupsEqualTilesFromPlainRows) {
+  if (!cpu_usable(kCpuAvx512Vnni)) GTEST_SKIP() << "no AVX-512 VNNI on this CPU and cap";
+  std::mt19937 rng(5);
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K}) {
+    const bool k45 = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
+    const std::vector<int> col_counts = k45 ? std::vector<int>{256, 768} : std::vector<int>{32, 96, 800};
+    for (int cols : col_counts) {
+      constexpr int kRows = 48;
+      std::vector<uint8_t> storage;
+      const TensorView w = random_weights(type, kRows, cols, rng, storage);
+      std::vector<uint8_t> copy(interleaved_bytes(w));
+      interleave(w, copy.data());
+      TensorView iw = w;
+      iw.interleaved = copy.data();
+      ASSERT_TRUE(tiles_read_interleaved(iw));
+      const size_t nb = static_cast<size_t>(cols / 32);
+      std::vector<float> wrow(static_cast<size_t>(cols));
+      // A whole group, and a strip cut short by the end of a range (rows
+      // past it zero: there the interleaved view falls back to plain rows).
+      for (auto [rt, end] : {std::pair{0, kRows}, std::pair{16, kRows}, std::pair{32, kRows}, std::pair{16, 25}}) {
+        std::vector<int8_t> q_plain(nb * 512, 7), q_il(nb * 512, 9);
+        std::vector<float> d_plain(nb * 16, -1), d_il(nb * 16, -2), m_plain(nb * 16, 0), m_il(nb * 16, 0);
+        int8_tile_rows(w, rt, end, q_plain.data(), d_plain.data(), m_plain.data());
+        int8_tile_rows(iw, rt, end, q_il.data(), d_il.data(), m_il.data());
+        const std::string what = std::string(type_name(static_cast<uint32_t>(type))) + " cols=" + std::to_string(cols) +
+                                 " rt=" + std::to_string(rt);
+        ASSERT_EQ(q_il, q_plain) << what;
+        ASSERT_EQ(d_il, d_plain) << what;
+        if (k45) ASSERT_EQ(m_il, m_plain) << what;
+        for (int m = 0; m < 16; ++m) {
+          if (rt + m >= end) {
+            for (size_t b = 0; b < nb; ++b) ASSERT_EQ(d_il[b * 16 + m], 0.0f) << what;
+            continue;
+          }
+          dequantize_row(type, w.row(rt + m), wrow.data(), cols);
+          for (size_t b = 0; b < nb; ++b)
+            for (int i = 0; i < 32; ++i) {
+              const float v = d_il[b * 16 + m] * q_il[b * 512 + m * 32 + i] - (k45 ? m_il[b * 16 + m] : 0.0f);
+              ASSERT_NEAR(v, wrow[b * 32 + i], 1e-6f * (std::fabs(wrow[b * 32 + i]) + 1)) << what << " m=" << m;
+            }
+        }
+      }
+    }
+  }
+}
+
 // Every int8 kernel that reads `view` (W itself or W with its interleaved
 // copy), at every dispatch level, equals the twin on W's plain rows within
 // float rounding for the n activation rows x.
