@@ -189,9 +189,16 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
           const bool plain_int8 = int8_matmul_supported(w);
           for (ActQuant aq : {ActQuant::Int8, ActQuant::Fast}) {
             const MatmulKernel kernel = matmul_kernel(iw, n, aq);
+            std::vector<float> one_thread;
             for (ThreadPool* pool : {&pool1, &pool2}) {
               std::vector<float> y(twin.size(), NAN), plain(twin.size(), NAN);
               matmul(iw, x.data(), n, y.data(), *pool, aq);
+              // Every kernel: the same bits for any thread count (matmul.h),
+              // though threads split the groups differently.
+              if (pool == &pool1)
+                one_thread = y;
+              else
+                EXPECT_EQ(y, one_thread) << "two threads, n=" << n << " rows=" << rows;
               matmul(w, x.data(), n, plain.data(), *pool, aq);
               const std::string what = std::string(matmul_kernel_name(kernel)) + " cols=" + std::to_string(cols) +
                                        " rows=" + std::to_string(rows) + " n=" + std::to_string(n);
