@@ -619,19 +619,24 @@ SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, in
     for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + 16 * u, acc[u][k]);
 }
 
-// The K-quant tiles' two integer sums per activation row: dlo[k] += w_lo
-// times the four activation bytes at `at` of row t0 + k, dhi[k] += w_hi
-// times those 32 further on (`at` counted within the row).
-template <int NT>
-SS_VNNI __attribute__((always_inline)) inline void dot_pair(__m512i (&dlo)[NT], __m512i (&dhi)[NT], __m512i w_lo,
-                                                            __m512i w_hi, const QuantizedActs& xq, int t0, int64_t at) {
+// The K-quant tiles' two integer sums per activation row and group:
+// dlo[u][k] += w_lo[u] times the four activation bytes at `at` of row t0 + k,
+// dhi[u][k] += w_hi[u] times those 32 further on (`at` counted within the
+// row); each broadcast feeds all G groups.
+template <int G, int NT>
+SS_VNNI __attribute__((always_inline)) inline void dot_pair(__m512i (&dlo)[G][NT], __m512i (&dhi)[G][NT],
+                                                            const __m512i (&w_lo)[G], const __m512i (&w_hi)[G],
+                                                            const QuantizedActs& xq, int t0, int64_t at) {
   for (int k = 0; k < NT; ++k) {
     const int8_t* x = xq.q.data() + (t0 + k) * xq.cols + at;
     int32_t xl, xh;
     std::memcpy(&xl, x, 4);
     std::memcpy(&xh, x + 32, 4);
-    dlo[k] = _mm512_dpbusd_epi32(dlo[k], w_lo, _mm512_set1_epi32(xl));
-    dhi[k] = _mm512_dpbusd_epi32(dhi[k], w_hi, _mm512_set1_epi32(xh));
+    const __m512i bl = _mm512_set1_epi32(xl), bh = _mm512_set1_epi32(xh);
+    for (int u = 0; u < G; ++u) {
+      dlo[u][k] = _mm512_dpbusd_epi32(dlo[u][k], w_lo[u], bl);
+      dhi[u][k] = _mm512_dpbusd_epi32(dhi[u][k], w_hi[u], bh);
+    }
   }
 }
 
@@ -660,60 +665,75 @@ SS_VNNI __attribute__((always_inline)) inline void add_scaled_pair(__m512 (&acc)
 // activation block's d; the mins, dmin * 16 bytes per sub-block times the
 // activation block's d * sum, come off first. Both go straight into the
 // row's float sum, leaving two integer sums per row as the only other live
-// registers (separate sums and mins per row spilled them at NT = 8).
-template <bool kFive, int NT>
+// registers (separate sums and mins per row spilled them at NT = 8). G
+// adjacent groups (G x 16 rows, the second's results at y + 16) share each
+// activation broadcast, as in interleaved_tile2.
+template <bool kFive, int NT, int G = 1>
 SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
   constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
   constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
   const __m512i low = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(0x10);
-  __m512 acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  __m512 acc[G][NT];
+  for (int u = 0; u < G; ++u)
+    for (int k = 0; k < NT; ++k) acc[u][k] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < ns; ++sb) {
-    const uint8_t* p = group + sb * kSuperBytes;
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ4KIlDmin)));
-    for (int j = 0; j < 8; ++j) {
-      const __m512 mn = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
-                                                reinterpret_cast<const __m128i*>(p + kQ4KIlMins + 16 * j)))));
-      for (int k = 0; k < NT; ++k) {
-        const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
-        acc[k] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), acc[k]);
+    const uint8_t* p[G];
+    for (int u = 0; u < G; ++u) p[u] = group + (u * ns + sb) * kSuperBytes;
+    for (int u = 0; u < G; ++u) {
+      const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[u] + kQ4KIlDmin)));
+      for (int j = 0; j < 8; ++j) {
+        const __m512 mn = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                  reinterpret_cast<const __m128i*>(p[u] + kQ4KIlMins + 16 * j)))));
+        for (int k = 0; k < NT; ++k) {
+          const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
+          acc[u][k] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), acc[u][k]);
+        }
       }
     }
     for (int pair = 0; pair < 4; ++pair) {
-      const uint8_t* pp = p + kQ4KIlNibbles + kPairBytes * pair;
-      __m512i dlo[NT], dhi[NT];
-      for (int k = 0; k < NT; ++k) dlo[k] = dhi[k] = _mm512_setzero_si512();
+      __m512i dlo[G][NT], dhi[G][NT];
+      for (int u = 0; u < G; ++u)
+        for (int k = 0; k < NT; ++k) dlo[u][k] = dhi[u][k] = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int c = 0; c < 8; ++c) {
-        const uint8_t* chunk = pp + 64 * c;
-        // A group's super-blocks are contiguous, and the next group follows.
-        _mm_prefetch(reinterpret_cast<const char*>(chunk + kKQuantPrefetchAhead), _MM_HINT_T0);
-        const __m512i v = _mm512_loadu_si512(chunk);
-        __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-        if constexpr (kFive) {
-          if (c % 4 == 0)
-            _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kKQuantPrefetchAhead), _MM_HINT_T0);
-          const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
-          const int at = 2 * (c % 4);  // the low nibble's fifth bit; the high one's at + 1
-          const __m512i lo5 = at <= 4 ? _mm512_sll_epi16(bits, _mm_cvtsi32_si128(4 - at))
-                                      : _mm512_srl_epi16(bits, _mm_cvtsi32_si128(at - 4));
-          const __m512i hi5 = at + 1 <= 4 ? _mm512_sll_epi16(bits, _mm_cvtsi32_si128(3 - at))
-                                          : _mm512_srl_epi16(bits, _mm_cvtsi32_si128(at - 3));
-          lo = _mm512_or_si512(lo, _mm512_and_si512(lo5, fifth));
-          hi = _mm512_or_si512(hi, _mm512_and_si512(hi5, fifth));
+        __m512i lo[G], hi[G];
+        for (int u = 0; u < G; ++u) {
+          const uint8_t* pp = p[u] + kQ4KIlNibbles + kPairBytes * pair;
+          const uint8_t* chunk = pp + 64 * c;
+          // A group's super-blocks are contiguous, and the next group follows.
+          _mm_prefetch(reinterpret_cast<const char*>(chunk + kKQuantPrefetchAhead), _MM_HINT_T0);
+          const __m512i v = _mm512_loadu_si512(chunk);
+          lo[u] = _mm512_and_si512(v, low);
+          hi[u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+          if constexpr (kFive) {
+            if (c % 4 == 0)
+              _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kKQuantPrefetchAhead), _MM_HINT_T0);
+            const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
+            const int at = 2 * (c % 4);  // the low nibble's fifth bit; the high one's at + 1
+            const __m512i lo5 = at <= 4 ? _mm512_sll_epi16(bits, _mm_cvtsi32_si128(4 - at))
+                                        : _mm512_srl_epi16(bits, _mm_cvtsi32_si128(at - 4));
+            const __m512i hi5 = at + 1 <= 4 ? _mm512_sll_epi16(bits, _mm_cvtsi32_si128(3 - at))
+                                            : _mm512_srl_epi16(bits, _mm_cvtsi32_si128(at - 3));
+            lo[u] = _mm512_or_si512(lo[u], _mm512_and_si512(lo5, fifth));
+            hi[u] = _mm512_or_si512(hi[u], _mm512_and_si512(hi5, fifth));
+          }
         }
         dot_pair(dlo, dhi, lo, hi, xq, t0, sb * kQkK + 64 * pair + 4 * c);
       }
-      const __m512 sc_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
-                                                reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair)))));
-      const __m512 sc_hi = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
-                                                reinterpret_cast<const __m128i*>(p + kQ4KIlScales + 32 * pair + 16)))));
-      add_scaled_pair(acc, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
+      for (int u = 0; u < G; ++u) {
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[u])));
+        const __m512 sc_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                                  reinterpret_cast<const __m128i*>(p[u] + kQ4KIlScales + 32 * pair)))));
+        const __m512 sc_hi = _mm512_mul_ps(
+            d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(p[u] + kQ4KIlScales + 32 * pair + 16)))));
+        add_scaled_pair(acc[u], dlo[u], dhi[u], sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
+      }
     }
   }
-  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
+  for (int u = 0; u < G; ++u)
+    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + 16 * u, acc[u][k]);
 }
 
 // Q8_0 interleaved 16 rows at a time (ops/interleave.h) against NT
@@ -767,65 +787,96 @@ SS_VNNI void interleaved_q8_tile(const uint8_t* group, const QuantizedActs& xq, 
 // d / 4, exact) * scale * the activation block's d straight into the row's
 // float sum. Two sums per row at a time keep every accumulator in a register
 // for NT = 8 (all four at once went through the stack around each vpdpbusd:
-// kernels_bench 2048x2048 x64, one thread, 175 -> 287 GFLOP/s).
-template <int NT>
+// kernels_bench 2048x2048 x64, one thread, 175 -> 287 GFLOP/s). G groups as
+// in interleaved_k45_tile.
+template <int NT, int G = 1>
 SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
   const __m512i six = _mm512_set1_epi8(0x3F), low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(-16),
                 top = _mm512_set1_epi8(-64);
-  __m512 acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  __m512 acc[G][NT];
+  for (int u = 0; u < G; ++u)
+    for (int k = 0; k < NT; ++k) acc[u][k] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < ns; ++sb) {
-    const uint8_t* blk = group + sb * kQ6KInterleavedBytes;
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
-    const __m512 d4 = _mm512_mul_ps(d, _mm512_set1_ps(0.25f));
+    const uint8_t* blk[G];
+    // The rows' d (and d / 4, exact) per super-block: held in registers for
+    // one group; two groups reload them per use (held, they cost the batch
+    // kernel a quarter of its speed in spills).
+    __m512 d[G], d4[G];
+    for (int u = 0; u < G; ++u) {
+      blk[u] = group + (u * ns + sb) * kQ6KInterleavedBytes;
+      if constexpr (G == 1) {
+        d[u] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[u])));
+        d4[u] = _mm512_mul_ps(d[u], _mm512_set1_ps(0.25f));
+      }
+    }
     for (int pair = 0; pair < 4; ++pair) {
-      const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
       for (int q = 0; q < 2; ++q) {
         const int s_lo = 4 * pair + q, s_hi = s_lo + 2;  // sub-blocks of 16 in the super-block
-        __m512i dlo[NT], dhi[NT];
+        __m512i dlo[G][NT], dhi[G][NT];
         for (int k = 0; k < NT; ++k) {
           const size_t a16 = static_cast<size_t>((t0 + k) * 2 * nb + sb * 16);
-          dlo[k] = _mm512_set1_epi32(-32 * xq.sum16[a16 + s_lo]);
-          dhi[k] = _mm512_set1_epi32(-128 * xq.sum16[a16 + s_hi]);
+          dlo[0][k] = _mm512_set1_epi32(-32 * xq.sum16[a16 + s_lo]);
+          dhi[0][k] = _mm512_set1_epi32(-128 * xq.sum16[a16 + s_hi]);
+          for (int u = 1; u < G; ++u) {
+            dlo[u][k] = dlo[0][k];
+            dhi[u][k] = dhi[0][k];
+          }
         }
 #pragma GCC unroll 2
         for (int hh = 0; hh < 2; ++hh) {
           const int h = 2 * q + hh;
-          _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 64 * h), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T0);
-          // And three times as far into L2: with this layout's cheaper
-          // unpacking the L1 prefetch alone left one-thread TinyLlama decode
-          // 3.6% slower than the old layout's (7 alternating rounds); with it
-          // the two were even (0.999 and 1.008 at 1 and 2 threads). Against
-          // the same kernel without it: 0.967 and 0.983 the time at 1
-          // thread, 1.035 at 2 (five rounds each), near this VM's noise. The
-          // same prefetch in the AVX2 kernel made it 1.17-1.33x slower.
-          _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 64 * h), _MM_HINT_T2);
-          _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T2);
-          _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T2);
-          const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * h);
-          // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.
-          const __m512i nib4[2] = {_mm512_slli_epi16(_mm512_and_si512(nib, low), 2),
-                                   _mm512_srli_epi16(_mm512_and_si512(nib, high), 2)};
+          __m512i nib4[G][2];
+          for (int u = 0; u < G; ++u) {
+            const uint8_t* p = blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair;
+            _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 64 * h), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T0);
+            // And three times as far into L2: with this layout's cheaper
+            // unpacking the L1 prefetch alone left one-thread TinyLlama decode
+            // 3.6% slower than the old layout's (7 alternating rounds); with it
+            // the two were even (0.999 and 1.008 at 1 and 2 threads). Against
+            // the same kernel without it: 0.967 and 0.983 the time at 1
+            // thread, 1.035 at 2 (five rounds each), near this VM's noise. The
+            // same prefetch in the AVX2 kernel made it 1.17-1.33x slower.
+            _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 64 * h), _MM_HINT_T2);
+            _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T2);
+            _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T2);
+            const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * h);
+            // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.
+            nib4[u][0] = _mm512_slli_epi16(_mm512_and_si512(nib, low), 2);
+            nib4[u][1] = _mm512_srli_epi16(_mm512_and_si512(nib, high), 2);
+          }
           for (int half = 0; half < 2; ++half) {
             const int c = 2 * h + half;
-            const __m512i v = _mm512_loadu_si512(p + 64 * c);
-            // v where `top` is set (bits 6-7), the shifted nibble elsewhere.
-            dot_pair(dlo, dhi, _mm512_and_si512(v, six), _mm512_ternarylogic_epi32(v, nib4[half], top, 0xE4), xq, t0,
-                     sb * kQkK + 64 * pair + 4 * c);
+            __m512i w_lo[G], w_hi[G];
+            for (int u = 0; u < G; ++u) {
+              const __m512i v = _mm512_loadu_si512(blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair + 64 * c);
+              // v where `top` is set (bits 6-7), the shifted nibble elsewhere.
+              w_lo[u] = _mm512_and_si512(v, six);
+              w_hi[u] = _mm512_ternarylogic_epi32(v, nib4[u][half], top, 0xE4);
+            }
+            dot_pair(dlo, dhi, w_lo, w_hi, xq, t0, sb * kQkK + 64 * pair + 4 * c);
           }
         }
-        const __m512 sc_lo = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                                                  reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * s_lo)))));
-        const __m512 sc_hi = _mm512_mul_ps(d4, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                                                   reinterpret_cast<const __m128i*>(blk + kQ6KIlScales + 16 * s_hi)))));
-        add_scaled_pair(acc, dlo, dhi, sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
+        for (int u = 0; u < G; ++u) {
+          if constexpr (G > 1) {
+            d[u] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[u])));
+            d4[u] = _mm512_mul_ps(d[u], _mm512_set1_ps(0.25f));
+          }
+          const __m512 sc_lo = _mm512_mul_ps(
+              d[u], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[u] + kQ6KIlScales + 16 * s_lo)))));
+          const __m512 sc_hi = _mm512_mul_ps(
+              d4[u], _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                         _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk[u] + kQ6KIlScales + 16 * s_hi)))));
+          add_scaled_pair(acc[u], dlo[u], dhi[u], sc_lo, sc_hi, xq, t0, sb * 8 + 2 * pair);
+        }
       }
     }
   }
-  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
+  for (int u = 0; u < G; ++u)
+    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + 16 * u, acc[u][k]);
 }
 
 // Rows [r0, r1) (whole groups) of an interleaved matrix: each group is met by
@@ -836,16 +887,21 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;
-    // Batches: Q4_0 and Q8_0 two groups at a time (kernels_bench, 2048 x
-    // 2048, 64 rows, one thread on the Zen 5 VM: Q4_0 454-466 -> 609-616
-    // GFLOP/s).
-    if ((type == GgmlType::Q4_0 || type == GgmlType::Q8_0) && xq.n >= 4 && (g + 2) * kInterleaveRows <= r1) {
+    // Batches: two groups at a time (kernels_bench, 2048 x 2048, 64 rows,
+    // one thread on the Zen 5 VM, GFLOP/s, alternating runs: Q4_0 467 ->
+    // 637, Q8_0 455 -> 627, Q4_K 452 -> 490, Q6_K 285 -> 360; Q5_K, whose
+    // fifth bits need more registers, 384 -> 347-363, so it stays at one).
+    if (type != GgmlType::Q5_K && xq.n >= 4 && (g + 2) * kInterleaveRows <= r1) {
       for_act_groups<4>(xq.n, [&](int t, auto nt) {
         constexpr int kNt = decltype(nt)::value;
         if (type == GgmlType::Q4_0)
           interleaved_tile2<GgmlType::Q4_0, kNt>(group, xq, t, yg + t * rows, rows);
-        else
+        else if (type == GgmlType::Q8_0)
           interleaved_tile2<GgmlType::Q8_0, kNt>(group, xq, t, yg + t * rows, rows);
+        else if (type == GgmlType::Q4_K)
+          interleaved_k45_tile<false, kNt, 2>(group, xq, t, yg + t * rows, rows);
+        else
+          interleaved_q6k_tile<kNt, 2>(group, xq, t, yg + t * rows, rows);
       });
       ++g;
       continue;
