@@ -20,6 +20,7 @@
 namespace ss {
 namespace {
 
+using test::interleaved_view;
 using test::random_weights;
 
 TEST(Bf16Matmul, RoundsToNearestEven) {
@@ -117,10 +118,8 @@ TEST(Bf16Matmul, TilesFromInterleavedGroupsEqualTilesFromPlainRows) {
       constexpr int kRows = 48;
       std::vector<uint8_t> storage;
       const TensorView w = random_weights(type, kRows, cols, rng, storage);
-      std::vector<uint8_t> copy(interleaved_bytes(w));
-      interleave(w, copy.data());
-      TensorView iw = w;
-      iw.interleaved = copy.data();
+      std::vector<uint8_t> copy;
+      const TensorView iw = interleaved_view(w, copy);
       const int64_t nb = cols / 32;
       std::vector<float> wrow(static_cast<size_t>(cols));
       for (auto [rt, end] : {std::pair{0, kRows}, std::pair{32, kRows}, std::pair{16, 21}})

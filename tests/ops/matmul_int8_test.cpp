@@ -22,6 +22,7 @@
 namespace ss {
 namespace {
 
+using test::interleaved_view;
 using test::random_weights;
 
 TEST(Int8Matmul, ActivationRoundingStaysWithinHalfAStep) {
@@ -164,10 +165,8 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
     for (int rows : {16, 48, 80}) {
       std::vector<uint8_t> storage;
       const TensorView w = random_weights(type, rows, cols, rng, storage);
-      std::vector<uint8_t> copy(interleaved_bytes(w));
-      interleave(w, copy.data());
-      TensorView iw = w;
-      iw.interleaved = copy.data();
+      std::vector<uint8_t> copy;
+      const TensorView iw = interleaved_view(w, copy);
       if (!int8_matmul_supported(iw)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
       for (int n : {1, 2, 3, 4, 5, 9, 17, 33}) {
         std::vector<float> x(static_cast<size_t>(n) * cols);
@@ -266,10 +265,8 @@ TEST(Int8Matmul, AmxTilesFromInterleavedGroupsEqualTilesFromPlainRows) {
       constexpr int kRows = 48;
       std::vector<uint8_t> storage;
       const TensorView w = random_weights(type, kRows, cols, rng, storage);
-      std::vector<uint8_t> copy(interleaved_bytes(w));
-      interleave(w, copy.data());
-      TensorView iw = w;
-      iw.interleaved = copy.data();
+      std::vector<uint8_t> copy;
+      const TensorView iw = interleaved_view(w, copy);
       ASSERT_TRUE(tiles_read_interleaved(iw));
       const size_t nb = static_cast<size_t>(cols / 32);
       std::vector<float> wrow(static_cast<size_t>(cols));
@@ -408,10 +405,8 @@ TEST(Int8Matmul, ExtremeInterleavedBlocksAreExactOnEveryKernel) {
     w.ne1 = kRows;
     w.data = storage.data();
     ASSERT_TRUE(can_interleave(w));
-    std::vector<uint8_t> copy(interleaved_bytes(w));
-    interleave(w, copy.data());
-    TensorView iw = w;
-    iw.interleaved = copy.data();
+    std::vector<uint8_t> copy;
+    const TensorView iw = interleaved_view(w, copy);
     for (int n : {1, 2, 3, 4, 5}) {
       std::vector<float> x(static_cast<size_t>(n) * kCols);
       for (int k = 0; k < n; ++k)

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "format/tensor.h"
+#include "ops/interleave.h"
 
 namespace ss::test {
 
@@ -21,6 +22,16 @@ inline TensorView random_weights(GgmlType t, int rows, int cols, std::mt19937& r
   w.ne1 = rows;
   w.data = storage.data();
   return w;
+}
+
+// W with its interleaved copy (ops/interleave.h) in `copy`, as the runtime
+// lays it out for the int8 kernels.
+inline TensorView interleaved_view(const TensorView& w, std::vector<uint8_t>& copy) {
+  copy.assign(interleaved_bytes(w), 0);
+  interleave(w, copy.data());
+  TensorView iw = w;
+  iw.interleaved = copy.data();
+  return iw;
 }
 
 }  // namespace ss::test
