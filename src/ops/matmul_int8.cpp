@@ -146,6 +146,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
   out.d.resize(static_cast<size_t>(n * nb));
   out.sum.resize(static_cast<size_t>(n * nb));
   out.sum16.resize(static_cast<size_t>(2 * n * nb));
+  out.dsum.resize(static_cast<size_t>(n * nb));
   out.amx = n >= 4 && amx_for_batches();
   // AMX operand: per 16 rows and block, [k/4][row][4] bytes (rows past n: 0).
   const int groups = out.amx ? (n + 15) / 16 : 0;
@@ -162,6 +163,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
         int32_t* halves = out.sum16.data() + 2 * i;
         quantize_block(x + t * cols + b * kActBlock, out.q.data() + t * cols + b * kActBlock, &out.d[i], halves);
         out.sum[i] = halves[0] + halves[1];
+        out.dsum[i] = out.d[i] * static_cast<float>(out.sum[i]);
       }
       if (!out.amx) {  // every row is real here: only AMX groups have padding
         int8_t* h = out.q_halves.data() + t * cols;
@@ -183,7 +185,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
       for (int64_t b = 0; b < nb; ++b) {
         const size_t i = static_cast<size_t>(t * nb + b), o = static_cast<size_t>((g * nb + b) * 16 + row);
         out.packed_d[o] = real ? out.d[i] : 0.0f;
-        out.packed_dsum[o] = real ? out.d[i] * static_cast<float>(out.sum[i]) : 0.0f;
+        out.packed_dsum[o] = real ? out.dsum[i] : 0.0f;
       }
     }
   };
@@ -687,7 +689,7 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
                                                   reinterpret_cast<const __m128i*>(p[u] + kQ4KIlMins + 16 * j)))));
         for (int k = 0; k < NT; ++k) {
           const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
-          acc[u][k] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), acc[u][k]);
+          acc[u][k] = _mm512_fnmadd_ps(mn, _mm512_set1_ps(xq.dsum[a]), acc[u][k]);
         }
       }
     }

@@ -38,6 +38,7 @@ struct QuantizedActs {
   std::vector<float> d;
   std::vector<int32_t> sum;
   std::vector<int32_t> sum16;  // the sums of q per 16 [n x cols/16] (Q6_K's sub-blocks)
+  std::vector<float> dsum;     // d * sum [n x cols/32] (Q4_K's and Q5_K's mins)
   // Which kernel these activations are laid out for, decided once here and
   // followed by matmul_int8_rows: AMX tiles (4+ rows, where allowed and
   // present; `packed` filled) or VNNI (`q_halves` filled).

@@ -300,7 +300,7 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
         const __m256 mn = _mm256_mul_ps(dmin, floats_u8(p + kQ4KIlMins + 16 * j + 8 * (h0 + h)));
         for (int k = 0; k < NT; ++k) {
           const size_t a = static_cast<size_t>((t0 + k) * nb + sb * 8 + j);
-          acc[k][h] = _mm256_fnmadd_ps(mn, _mm256_set1_ps(xq.d[a] * static_cast<float>(xq.sum[a])), acc[k][h]);
+          acc[k][h] = _mm256_fnmadd_ps(mn, _mm256_set1_ps(xq.dsum[a]), acc[k][h]);
         }
       }
     }
