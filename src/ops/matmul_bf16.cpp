@@ -106,19 +106,21 @@ SS_BF16 inline void interleaved_block_bf16(const uint8_t* p, uint16_t* wt) {
   }
 }
 
+// A Q8_0 block's 32 weights d * q (exact in float), rounded once to bf16.
+SS_BF16 inline void q8_block_bf16(const int8_t* q, float d, uint16_t* dst) {
+  const __m512 dv = _mm512_set1_ps(d);
+  const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+  const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q + 16))));
+  store_bf16x32(_mm512_mul_ps(lo, dv), _mm512_mul_ps(hi, dv), dst);
+}
+
 // One interleaved Q8_0 block (544 bytes at p) as a bf16 A tile wt [16][32]:
-// rows back from the chunks, then d * q rounded once, as from plain rows.
+// rows back from the chunks, then each as from plain rows.
 SS_BF16 inline void interleaved_q8_block_bf16(const uint8_t* p, uint16_t* wt) {
   alignas(64) int8_t q[16][32];
   alignas(64) float d[16];
   interleaved_q8_block_rows(p, &q[0][0], d);
-  for (int m = 0; m < 16; ++m) {
-    const __m512 dv = _mm512_set1_ps(d[m]);
-    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m]))));
-    const __m512 hi =
-        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(q[m] + 16))));
-    store_bf16x32(_mm512_mul_ps(lo, dv), _mm512_mul_ps(hi, dv), wt + m * 32);
-  }
+  for (int m = 0; m < 16; ++m) q8_block_bf16(q[m], d[m], wt + m * 32);
 }
 
 // bf16_tile_rows (matmul_bf16.h).
@@ -165,12 +167,7 @@ SS_BF16 void convert_tile(const TensorView& w, int64_t rt, int64_t end, int64_t 
         const uint8_t* blk = row + (k0 + b) * 34;
         uint16_t h;
         std::memcpy(&h, blk, 2);
-        const __m512 dv = _mm512_set1_ps(_cvtsh_ss(h));
-        const __m512 lo =
-            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2))));
-        const __m512 hi =
-            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18))));
-        store_bf16x32(_mm512_mul_ps(lo, dv), _mm512_mul_ps(hi, dv), dst + b * 512);
+        q8_block_bf16(reinterpret_cast<const int8_t*>(blk + 2), _cvtsh_ss(h), dst + b * 512);
       }
     }
   }
