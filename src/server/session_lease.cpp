@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -39,9 +42,16 @@ bool process_alive(pid_t pid) {
   return close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] != 'Z';
 }
 
-// "host=H pid=P owner=O\n": stale when H is this host and P is gone, or
-// when the file is older than expire_s.
+uint64_t next_nonce() {
+  static std::atomic<uint64_t> n{0};
+  return ++n;
+}
+
+// "host=H pid=P owner=O lease=N\n": stale when H is this host and P is
+// gone, or when the file is older than expire_s. An empty lock comes only
+// from an older build killed between create and write: stale after a grace.
 bool stale(const std::string& path, const std::string& content, double expire_s) {
+  if (content.empty()) expire_s = std::min(expire_s, 5.0);
   const std::string me = "host=" + host_name() + " ";
   if (content.rfind(me, 0) == 0) {
     const long pid = std::strtol(content.c_str() + me.size() + 4, nullptr, 10);  // after "pid="
@@ -58,26 +68,31 @@ bool stale(const std::string& path, const std::string& content, double expire_s)
 Result<std::unique_ptr<SessionLease>> SessionLease::acquire(const std::string& dir, const std::string& id,
                                                             const LeaseOptions& opts) {
   const std::string path = dir + "/" + id + ".lock";
-  const std::string content =
-      "host=" + host_name() + " pid=" + std::to_string(::getpid()) + " owner=" + opts.owner + "\n";
+  // The nonce tells two leases of one process apart (held() after a break).
+  const std::string content = "host=" + host_name() + " pid=" + std::to_string(::getpid()) + " owner=" + opts.owner +
+                              " lease=" + std::to_string(next_nonce()) + "\n";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.wait_s);
   std::string holder;
   for (int attempt = 0;; ++attempt) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
-      ::close(fd);
-      if (!ok) {
-        ::unlink(path.c_str());
-        return make_error(path + ": cannot write the lease");
-      }
-      return std::unique_ptr<SessionLease>(new SessionLease(path, content));
-    }
+    // Written whole under a private name, then linked into place: the lock
+    // is never seen empty (a replica killed between create and write would
+    // otherwise leave a lock no one can attribute, so never break).
+    const std::string tmp = path + ".new." + std::to_string(::getpid()) + "." + std::to_string(next_nonce());
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return make_error(tmp + ": " + std::strerror(errno));
+    const bool written = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ::close(fd);
+    const int linked = written ? ::link(tmp.c_str(), path.c_str()) : -1;
+    const int link_errno = errno;
+    ::unlink(tmp.c_str());
+    if (!written) return make_error(path + ": cannot write the lease");
+    if (linked == 0) return std::unique_ptr<SessionLease>(new SessionLease(path, content));
+    errno = link_errno;
     if (errno != EEXIST) return make_error(path + ": " + std::strerror(errno));
     holder = read_small(path);
-    if (!holder.empty() && stale(path, holder, opts.expire_s)) {
+    if (stale(path, holder, opts.expire_s)) {
       // Only the replica whose rename succeeds removes it.
-      const std::string broken = path + ".broken." + std::to_string(::getpid()) + "." + std::to_string(attempt);
+      const std::string broken = path + ".broken." + std::to_string(::getpid()) + "." + std::to_string(next_nonce());
       if (::rename(path.c_str(), broken.c_str()) == 0) {
         if (read_small(broken) == holder) {
           ::unlink(broken.c_str());

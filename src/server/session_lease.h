@@ -1,7 +1,8 @@
 #pragma once
 // One writer per session turn across replicas sharing a state directory: a
-// lock file <dir>/<id>.lock created with O_EXCL (atomic on local file
-// systems and NFSv3+), holding its owner. A lease whose owner is gone is
+// lock file <dir>/<id>.lock, written whole under a private name and then
+// hard-linked into place (atomic on local file systems and NFS, and never
+// seen empty), holding its owner. A lease whose owner is gone is
 // broken: same host and the process no longer exists (a replica killed with
 // -9), or older than the lease time (another host that died). Breaking
 // renames the lock to a unique name first, so of two replicas breaking the

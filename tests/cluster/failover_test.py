@@ -46,8 +46,9 @@ def free_base():
 
 
 def post(port, sid, turn, messages, timeout=60, stream=False):
-    """(status, headers, reply text or None). A stream that ends before
-    [DONE] (its replica died mid-answer) is a failure: status -2."""
+    """(status, headers, reply text, or the error body when status != 200).
+    A stream that ends before [DONE] (its replica died mid-answer) is a
+    failure: status -2."""
     body = json.dumps({"messages": messages, "max_tokens": 24, "temperature": 0, "stream": stream})
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -56,8 +57,7 @@ def post(port, sid, turn, messages, timeout=60, stream=False):
         r = c.getresponse()
         headers = dict((k.lower(), v) for k, v in r.getheaders())
         if r.status != 200:
-            r.read()
-            return r.status, headers, None
+            return r.status, headers, r.read().decode("utf-8", "replace")
         if not stream:
             return 200, headers, json.loads(r.read())["choices"][0]["message"]["content"]
         text, done = "", False
@@ -116,7 +116,7 @@ def main():
                     status, headers = -1, {}
                 if time.time() > deadline:
                     with lock:
-                        lost.append((sid, turn, status))
+                        lost.append((sid, turn, status, reply if status > 0 else None))
                     return
                 retries += 1
                 time.sleep(0.2)
@@ -142,6 +142,13 @@ def main():
             t.join(timeout=150)
         metrics = cluster("metrics")
     finally:
+        if lost:  # what the replicas said about the lost turns' sessions
+            for i in range(1, 4):
+                log_path = os.path.join(state, f"replica-{i}.log")
+                if os.path.exists(log_path):
+                    lines = open(log_path, errors="replace").readlines()
+                    hits = [l for l in lines if any(e[0] in l for e in lost)]
+                    print(f"replica-{i}.log:", "".join((hits or lines)[-20:]), file=sys.stderr)
         cluster("down")
     fleet_s = time.time() - start
 
@@ -194,7 +201,7 @@ def main():
     }
     print(json.dumps(report))
     for entry in lost[:5]:
-        print("lost (session, turn, last status):", entry, file=sys.stderr)
+        print("lost (session, turn, last status, last error):", entry, file=sys.stderr)
     for m in mismatches[:5]:
         # Which replica answered each of that session's turns, after how many retries.
         path = [(l[1], l[3], l[4], l[5]) for l in sorted(log) if l[0] == m[0]]

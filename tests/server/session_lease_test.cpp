@@ -72,6 +72,14 @@ TEST(SessionLease, StaleLeasesAreBroken) {
   ASSERT_EQ(utime(lock.c_str(), &old), 0);
   auto l = SessionLease::acquire(d.path, "t", {"me", 0.05, 600});
   EXPECT_TRUE(l.ok());
+  // An empty lock (an older build killed between create and write): kept
+  // while it may still be being written, broken after a few seconds.
+  const std::string empty = d.path + "/e.lock";
+  std::ofstream(empty).flush();
+  EXPECT_FALSE(SessionLease::acquire(d.path, "e", {"me", 0.05, 600}).ok());
+  utimbuf older{time(nullptr) - 10, time(nullptr) - 10};
+  ASSERT_EQ(utime(empty.c_str(), &older), 0);
+  EXPECT_TRUE(SessionLease::acquire(d.path, "e", {"me", 0.05, 600}).ok());
   // A live owner on this host is never broken.
   std::ofstream(d.path + "/u.lock") << "host=" << host() << " pid=" << getpid() << " owner=alive\n";
   EXPECT_FALSE(SessionLease::acquire(d.path, "u", {"me", 0.05, 600}).ok());
@@ -99,6 +107,8 @@ TEST(SessionLease, ContendersNeverOverlap) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(counter, 8 * 40);
   EXPECT_EQ(max_inside.load(), 1);
+  // Nothing left behind: no lock, no half-written or broken copies.
+  EXPECT_TRUE(std::filesystem::is_empty(d.path));
 }
 
 }  // namespace
