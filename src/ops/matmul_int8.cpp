@@ -1036,6 +1036,13 @@ SS_AMX __attribute__((always_inline)) inline void amx_scale4(const int32_t (*c)[
   }
 }
 
+template <bool kFive>
+SS_VNNI void decode_k45_group_interleaved(const uint8_t* group, int64_t nb, int8_t* wq, float* dw, float* mn) {
+  constexpr int64_t kBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
+  for (int64_t s = 0; s * 8 < nb; ++s)
+    interleaved_k45_superblock_rows<kFive>(group + s * kBytes, wq + s * 8 * 512, dw + s * 8 * 16, mn + s * 8 * 16);
+}
+
 // One interleaved group (16 rows) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as int8 A
 // tiles (wq [nb][16][32]), scales (dw [nb][16]) and, for Q4_K/Q5_K, mins (mn
 // [nb][16]): the same values decode_row_ints(_q4k) give from the plain rows.
@@ -1051,15 +1058,9 @@ SS_VNNI void decode_group_interleaved(GgmlType type, const uint8_t* group, int64
         interleaved_q8_block_rows(group + b * kQ8InterleavedBlockBytes, wq + b * 512, dw + b * 16);
       return;
     case GgmlType::Q4_K:
-      for (int64_t s = 0; s * 8 < nb; ++s)
-        interleaved_k45_superblock_rows<false>(group + s * kQ4KInterleavedBytes, wq + s * 8 * 512, dw + s * 8 * 16,
-                                               mn + s * 8 * 16);
-      return;
+      return decode_k45_group_interleaved<false>(group, nb, wq, dw, mn);
     case GgmlType::Q5_K:
-      for (int64_t s = 0; s * 8 < nb; ++s)
-        interleaved_k45_superblock_rows<true>(group + s * kQ5KInterleavedBytes, wq + s * 8 * 512, dw + s * 8 * 16,
-                                              mn + s * 8 * 16);
-      return;
+      return decode_k45_group_interleaved<true>(group, nb, wq, dw, mn);
     default:
       SS_CHECK(false && "no int8 tiles for this type");
   }
