@@ -7,10 +7,12 @@
 #include <type_traits>
 
 #include "format/ggml_types.h"
+#include "ops/act_groups.h"
 #include "ops/amx.h"
 #include "ops/interleave.h"
 #include "ops/interleave_x86.h"
 #include "ops/matmul_int8_avx2.h"
+#include "ops/matmul_int8_decoded.h"
 #include "util/check.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
@@ -467,30 +469,6 @@ SS_VNNI void any_tile(const uint8_t* const* rows, const QuantizedActs& xq, int t
     vnni_tile<T, R, NT>(rows, xq, t0, y, y_stride, prefetch_ahead);
 }
 
-// Activation rows [0, n) in groups the tile kernels take whole: f(t,
-// std::integral_constant<int, NT>) for rows [t, t + NT), NT = kWide (8 or 4)
-// while that many are left, then 4, then one call for the last 1-3.
-template <int kWide = 4, typename F>
-void for_act_groups(int n, F&& f) {
-  int t = 0;
-  if constexpr (kWide > 4)
-    for (; t + kWide <= n; t += kWide) f(t, std::integral_constant<int, kWide>{});
-  for (; t + 4 <= n; t += 4) f(t, std::integral_constant<int, 4>{});
-  switch (n - t) {
-    case 3:
-      f(t, std::integral_constant<int, 3>{});
-      break;
-    case 2:
-      f(t, std::integral_constant<int, 2>{});
-      break;
-    case 1:
-      f(t, std::integral_constant<int, 1>{});
-      break;
-    default:
-      break;
-  }
-}
-
 template <GgmlType T, int NT>
 SS_VNNI void vnni_rows(const TensorView& w, const QuantizedActs& xq, int t0, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1, rb = static_cast<int64_t>(row_bytes(w.type, w.ne0));
@@ -886,6 +864,7 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
 SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
   const GgmlType type = w.type;
+  if (xq.n >= kDecodedBatchMinRows && decoded_batch_type(type)) return decoded_batch_matmul(w, xq, y, r0, r1);
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;

@@ -15,6 +15,7 @@
 #include "ops/interleave.h"
 #include "ops/matmul.h"
 #include "ops/matmul_bf16.h"
+#include "ops/matmul_int8_decoded.h"
 #include "random_weights.h"
 #include "util/cpu_features.h"
 #include "util/fp16.h"
@@ -407,7 +408,9 @@ TEST(Int8Matmul, ExtremeInterleavedBlocksAreExactOnEveryKernel) {
     ASSERT_TRUE(can_interleave(w));
     std::vector<uint8_t> copy;
     const TensorView iw = interleaved_view(w, copy);
-    for (int n : {1, 2, 3, 4, 5}) {
+    // Batches from kDecodedBatchMinRows on unpack each group once
+    // (ops/matmul_int8_decoded.h), up to 63 per unsigned weight byte.
+    for (int n : {1, 2, 3, 4, 5, kDecodedBatchMinRows + 1}) {
       std::vector<float> x(static_cast<size_t>(n) * kCols);
       for (int k = 0; k < n; ++k)
         for (int i = 0; i < kCols; ++i) x[k * kCols + i] = (k % 2 == 0 || (i / 8) % 2 ? 1.0f : -1.0f) * (k + 1);

@@ -1,0 +1,29 @@
+#pragma once
+// Batches on CPUs with AVX-512 VNNI but no AMX tiles (Ice Lake, Zen 4/5):
+// each interleaved 16-row group (ops/interleave.h) is unpacked once into
+// unsigned bytes and float scales, and then every group of activation rows
+// meets those bytes with vpdpbusd alone. The tiles that unpack the nibbles
+// (and Q5_K's fifth bits, Q6_K's high bits) for each group of four
+// activation rows spend vector ALU slots that, on CPUs with two 512-bit
+// ports, the vpdpbusd themselves need. Internal to ops/: matmul_int8.cpp
+// dispatches here.
+#include <cstdint>
+
+#include "format/tensor.h"
+#include "ops/matmul_int8.h"
+
+namespace ss {
+
+// Activation rows from which a batch takes the decoded path: below, the
+// unpacking is shared by too few rows to pay for its stores.
+inline constexpr int kDecodedBatchMinRows = 16;
+
+// W's type has a decoded batch kernel (Q4_0, Q4_K, Q5_K, Q6_K; Q8_0's
+// interleaved bytes are already what the kernel reads).
+bool decoded_batch_type(GgmlType t);
+
+// Rows [r0, r1) (whole groups of W's interleaved copy) of Y = X · Wᵀ, Y
+// [xq.n x W.ne1]. Needs AVX-512 VNNI and W interleaved.
+void decoded_batch_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
+
+}  // namespace ss
