@@ -864,7 +864,7 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
 SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
   const GgmlType type = w.type;
-  if (xq.n >= kDecodedBatchMinRows && decoded_batch_type(type)) return decoded_batch_matmul(w, xq, y, r0, r1);
+  if (decoded_batch_type(type) && xq.n >= decoded_batch_min_rows(type)) return decoded_batch_matmul(w, xq, y, r0, r1);
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
     const uint8_t* group = rows_begin(w, g * kInterleaveRows);
     float* yg = y + g * kInterleaveRows;

@@ -169,7 +169,7 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
       std::vector<uint8_t> copy;
       const TensorView iw = interleaved_view(w, copy);
       if (!int8_matmul_supported(iw)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
-      for (int n : {1, 2, 3, 4, 5, 9, 17, 33}) {
+      for (int n : {1, 2, 3, 4, 5, 9, 17, 33, decoded_batch_min_rows(type) + 1}) {
         std::vector<float> x(static_cast<size_t>(n) * cols);
         for (auto& v : x) v = u(rng);
         QuantizedActs xq;
@@ -408,9 +408,9 @@ TEST(Int8Matmul, ExtremeInterleavedBlocksAreExactOnEveryKernel) {
     ASSERT_TRUE(can_interleave(w));
     std::vector<uint8_t> copy;
     const TensorView iw = interleaved_view(w, copy);
-    // Batches from kDecodedBatchMinRows on unpack each group once
+    // Batches from decoded_batch_min_rows on unpack each group once
     // (ops/matmul_int8_decoded.h), up to 63 per unsigned weight byte.
-    for (int n : {1, 2, 3, 4, 5, kDecodedBatchMinRows + 1}) {
+    for (int n : {1, 2, 3, 4, 5, decoded_batch_min_rows(t) + 1}) {
       std::vector<float> x(static_cast<size_t>(n) * kCols);
       for (int k = 0; k < n; ++k)
         for (int i = 0; i < kCols; ++i) x[k * kCols + i] = (k % 2 == 0 || (i / 8) % 2 ? 1.0f : -1.0f) * (k + 1);
