@@ -72,71 +72,80 @@ SS_VNNI void decode_q4_0(const uint8_t* group, int64_t nb, uint8_t* out) {
   }
 }
 
-// Q4_K (Q5_K: kFive) super-blocks: pair p's chunk c holds chunk c of
-// sub-block 2p (low nibbles) and of 2p + 1 (high); Q5_K's fifth bits as in
-// interleaved_k45_tile (matmul_int8.cpp).
-template <bool kFive>
-SS_VNNI void decode_k45(const uint8_t* group, int64_t nb, uint8_t* out) {
-  constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
-  constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
-  const __m512i low = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
-  for (int64_t sb = 0; sb * 8 < nb; ++sb) {
-    const uint8_t* p = group + sb * kSuperBytes;
-    uint8_t* o = out + sb * 8 * kDecBlockBytes;
-    const __m512 d = f16_to_ps(p), dmin = f16_to_ps(p + kQ4KIlDmin);
-    for (int j = 0; j < 8; ++j) {
-      _mm512_store_ps(o + j * kDecBlockBytes, _mm512_mul_ps(d, u8_to_ps(p + kQ4KIlScales + 16 * j)));
-      _mm512_store_ps(o + j * kDecBlockBytes + kDecAux, _mm512_mul_ps(dmin, u8_to_ps(p + kQ4KIlMins + 16 * j)));
-    }
-    for (int pair = 0; pair < 4; ++pair) {
-      const uint8_t* pp = p + kQ4KIlNibbles + kPairBytes * pair;
-      uint8_t* lo_out = o + 2 * pair * kDecBlockBytes + kDecChunks;
-      uint8_t* hi_out = lo_out + kDecBlockBytes;
-      for (int c = 0; c < 8; ++c) {
-        const __m512i v = _mm512_loadu_si512(pp + 64 * c);
-        __m512i lo = _mm512_and_si512(v, low), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-        if constexpr (kFive) {
-          const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
-          const int at = 2 * (c % 4);
-          const __m512i b_lo = _mm512_and_si512(_mm512_srl_epi16(bits, _mm_cvtsi32_si128(at)), one);
-          const __m512i b_hi = _mm512_and_si512(_mm512_srl_epi16(bits, _mm_cvtsi32_si128(at + 1)), one);
-          lo = _mm512_or_si512(lo, _mm512_slli_epi16(b_lo, 4));
-          hi = _mm512_or_si512(hi, _mm512_slli_epi16(b_hi, 4));
-        }
-        store(lo_out + 64 * c, lo);
-        store(hi_out + 64 * c, hi);
-      }
+// One super-block's eight decoded blocks (o: the first) from 256 weights of
+// 16 rows at `src`: U::chunk gives chunk c of blocks 2 * pair (lo) and
+// 2 * pair + 1 (hi), U::scales block j's dw and aux.
+template <class U>
+SS_VNNI void decode_superblock(const uint8_t* src, uint8_t* o) {
+  for (int j = 0; j < 8; ++j) {
+    __m512 dw, aux;
+    U::scales(src, j, dw, aux);
+    _mm512_store_ps(o + j * kDecBlockBytes, dw);
+    _mm512_store_ps(o + j * kDecBlockBytes + kDecAux, aux);
+  }
+  for (int pair = 0; pair < 4; ++pair) {
+    uint8_t* lo_out = o + 2 * pair * kDecBlockBytes + kDecChunks;
+    for (int c = 0; c < 8; ++c) {
+      __m512i lo, hi;
+      U::chunk(src, pair, c, lo, hi);
+      store(lo_out + 64 * c, lo);
+      store(lo_out + kDecBlockBytes + 64 * c, hi);
     }
   }
 }
 
-// Q6_K super-blocks: pair p's chunk c holds weight 64p + 4c.. whole (bits
-// 0-5) and the top two bits of 64p + 32 + 4c.. (bits 6-7), whose low four
-// bits are nibble c % 2 of high-nibble chunk c / 2. Block 2p takes sub-blocks
-// 4p, 4p + 1 (scales dw, aux), block 2p + 1 sub-blocks 4p + 2, 4p + 3.
-SS_VNNI void decode_q6k(const uint8_t* group, int64_t nb, uint8_t* out) {
-  const __m512i six = _mm512_set1_epi8(0x3F), low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
-  for (int64_t sb = 0; sb * 8 < nb; ++sb) {
-    const uint8_t* blk = group + sb * kQ6KInterleavedBytes;
-    uint8_t* o = out + sb * 8 * kDecBlockBytes;
-    const __m512 d = f16_to_ps(blk);
-    for (int j = 0; j < 8; ++j) {
-      _mm512_store_ps(o + j * kDecBlockBytes, _mm512_mul_ps(d, i8_to_ps(blk + kQ6KIlScales + 32 * j)));
-      _mm512_store_ps(o + j * kDecBlockBytes + kDecAux, _mm512_mul_ps(d, i8_to_ps(blk + kQ6KIlScales + 32 * j + 16)));
-    }
-    for (int pair = 0; pair < 4; ++pair) {
-      const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-      uint8_t* lo_out = o + 2 * pair * kDecBlockBytes + kDecChunks;
-      uint8_t* hi_out = lo_out + kDecBlockBytes;
-      for (int c = 0; c < 8; ++c) {
-        const __m512i v = _mm512_loadu_si512(p + 64 * c);
-        const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * (c / 2));
-        const __m512i nibble = _mm512_and_si512(c % 2 ? _mm512_srli_epi16(nib, 4) : nib, low);
-        store(lo_out + 64 * c, _mm512_and_si512(v, six));
-        store(hi_out + 64 * c, _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 2), top), nibble));
-      }
+// Q4_K (Q5_K: kFive): pair p's chunk c holds chunk c of sub-block 2p (low
+// nibbles) and of 2p + 1 (high); Q5_K's fifth bits as in
+// interleaved_k45_tile (matmul_int8.cpp).
+template <bool kFive>
+struct K45Unpack {
+  static constexpr int64_t kBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
+  SS_VNNI static void scales(const uint8_t* p, int j, __m512& dw, __m512& aux) {
+    dw = _mm512_mul_ps(f16_to_ps(p), u8_to_ps(p + kQ4KIlScales + 16 * j));
+    aux = _mm512_mul_ps(f16_to_ps(p + kQ4KIlDmin), u8_to_ps(p + kQ4KIlMins + 16 * j));
+  }
+  SS_VNNI static void chunk(const uint8_t* p, int pair, int c, __m512i& lo, __m512i& hi) {
+    const __m512i low = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    const uint8_t* pp = p + kQ4KIlNibbles + (kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes) * pair;
+    const __m512i v = _mm512_loadu_si512(pp + 64 * c);
+    lo = _mm512_and_si512(v, low);
+    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
+    if constexpr (kFive) {
+      const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
+      const int at = 2 * (c % 4);
+      const __m512i b_lo = _mm512_and_si512(_mm512_srl_epi16(bits, _mm_cvtsi32_si128(at)), one);
+      const __m512i b_hi = _mm512_and_si512(_mm512_srl_epi16(bits, _mm_cvtsi32_si128(at + 1)), one);
+      lo = _mm512_or_si512(lo, _mm512_slli_epi16(b_lo, 4));
+      hi = _mm512_or_si512(hi, _mm512_slli_epi16(b_hi, 4));
     }
   }
+};
+
+// Q6_K: pair p's chunk c holds weight 64p + 4c.. whole (bits 0-5) and the
+// top two bits of 64p + 32 + 4c.. (bits 6-7), whose low four bits are
+// nibble c % 2 of high-nibble chunk c / 2. Block 2p takes sub-blocks 4p,
+// 4p + 1 (scales dw, aux), block 2p + 1 sub-blocks 4p + 2, 4p + 3.
+struct Q6KUnpack {
+  static constexpr int64_t kBytes = kQ6KInterleavedBytes;
+  SS_VNNI static void scales(const uint8_t* p, int j, __m512& dw, __m512& aux) {
+    const __m512 d = f16_to_ps(p);
+    dw = _mm512_mul_ps(d, i8_to_ps(p + kQ6KIlScales + 32 * j));
+    aux = _mm512_mul_ps(d, i8_to_ps(p + kQ6KIlScales + 32 * j + 16));
+  }
+  SS_VNNI static void chunk(const uint8_t* p, int pair, int c, __m512i& lo, __m512i& hi) {
+    const __m512i six = _mm512_set1_epi8(0x3F), low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
+    const uint8_t* pp = p + kQ6KIlPairs + kQ6KIlPairBytes * pair;
+    const __m512i v = _mm512_loadu_si512(pp + 64 * c);
+    const __m512i nib = _mm512_loadu_si512(pp + kQ6KIlHighNibbles + 64 * (c / 2));
+    const __m512i nibble = _mm512_and_si512(c % 2 ? _mm512_srli_epi16(nib, 4) : nib, low);
+    lo = _mm512_and_si512(v, six);
+    hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 2), top), nibble);
+  }
+};
+
+template <class U>
+SS_VNNI void decode_superblocks(const uint8_t* group, int64_t nb, uint8_t* out) {
+  for (int64_t sb = 0; sb * 8 < nb; ++sb) decode_superblock<U>(group + sb * U::kBytes, out + sb * 8 * kDecBlockBytes);
 }
 
 // G decoded groups (16 rows each, `stride` bytes apart) against NT
@@ -216,11 +225,11 @@ SS_VNNI void decode_group(GgmlType type, const uint8_t* group, int64_t nb, uint8
     case GgmlType::Q4_0:
       return decode_q4_0(group, nb, out);
     case GgmlType::Q4_K:
-      return decode_k45<false>(group, nb, out);
+      return decode_superblocks<K45Unpack<false>>(group, nb, out);
     case GgmlType::Q5_K:
-      return decode_k45<true>(group, nb, out);
+      return decode_superblocks<K45Unpack<true>>(group, nb, out);
     case GgmlType::Q6_K:
-      return decode_q6k(group, nb, out);
+      return decode_superblocks<Q6KUnpack>(group, nb, out);
     default:
       SS_CHECK(false && "no decoded batch kernel for this type");
   }
