@@ -71,23 +71,28 @@ Result<std::unique_ptr<SessionLease>> SessionLease::acquire(const std::string& d
   // The nonce tells two leases of one process apart (held() after a break).
   const std::string content = "host=" + host_name() + " pid=" + std::to_string(::getpid()) + " owner=" + opts.owner +
                               " lease=" + std::to_string(next_nonce()) + "\n";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.wait_s);
-  std::string holder;
-  for (int attempt = 0;; ++attempt) {
-    // Written whole under a private name, then linked into place: the lock
-    // is never seen empty (a replica killed between create and write would
-    // otherwise leave a lock no one can attribute, so never break).
-    const std::string tmp = path + ".new." + std::to_string(::getpid()) + "." + std::to_string(next_nonce());
+  // Written whole under a private name, then linked into place at each
+  // try: the lock is never seen empty (a replica killed between create and
+  // write would otherwise leave a lock no one can attribute, so never break).
+  const std::string tmp = path + ".new." + std::to_string(::getpid()) + "." + std::to_string(next_nonce());
+  {
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return make_error(tmp + ": " + std::strerror(errno));
     const bool written = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
     ::close(fd);
-    const int linked = written ? ::link(tmp.c_str(), path.c_str()) : -1;
-    const int link_errno = errno;
-    ::unlink(tmp.c_str());
-    if (!written) return make_error(path + ": cannot write the lease");
-    if (linked == 0) return std::unique_ptr<SessionLease>(new SessionLease(path, content));
-    errno = link_errno;
+    if (!written) {
+      ::unlink(tmp.c_str());
+      return make_error(path + ": cannot write the lease");
+    }
+  }
+  struct Unlink {
+    const std::string& p;
+    ~Unlink() { ::unlink(p.c_str()); }
+  } drop_tmp{tmp};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(opts.wait_s);
+  std::string holder;
+  for (int attempt = 0;; ++attempt) {
+    if (::link(tmp.c_str(), path.c_str()) == 0) return std::unique_ptr<SessionLease>(new SessionLease(path, content));
     if (errno != EEXIST) return make_error(path + ": " + std::strerror(errno));
     holder = read_small(path);
     if (stale(path, holder, opts.expire_s)) {
