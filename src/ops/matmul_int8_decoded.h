@@ -1,12 +1,12 @@
 #pragma once
-// Batches on CPUs with AVX-512 VNNI but no AMX tiles (Ice Lake, Zen 4/5):
-// each interleaved 16-row group (ops/interleave.h) is unpacked once into
-// unsigned bytes and float scales, and then every group of activation rows
-// meets those bytes with vpdpbusd alone. The tiles that unpack the nibbles
-// (and Q5_K's fifth bits, Q6_K's high bits) for each group of four
-// activation rows spend vector ALU slots that, on CPUs with two 512-bit
-// ports, the vpdpbusd themselves need. Internal to ops/: matmul_int8.cpp
-// dispatches here.
+// VNNI batches (CPUs without AMX tiles, such as Ice Lake and Zen 4/5, and
+// Q6_K everywhere, whose batches never take the tiles): each interleaved
+// 16-row group (ops/interleave.h) is unpacked once into unsigned bytes and
+// float scales, and then every group of activation rows meets those bytes
+// with vpdpbusd alone. The tiles that unpack the nibbles (and Q5_K's fifth
+// bits, Q6_K's high bits) for each group of four activation rows spend
+// vector ALU slots that, on CPUs with two 512-bit ports, the vpdpbusd
+// themselves need. Internal to ops/: matmul_int8.cpp dispatches here.
 #include <cstdint>
 
 #include "format/tensor.h"
