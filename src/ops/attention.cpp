@@ -227,9 +227,10 @@ template <int HD, int NH, class E = F32Elems>
 SS_ALWAYS_INLINE void chunk_scores_heads(const float* q, const typename E::T* k_cols, int col_stride, int hd_runtime,
                                          float scale, Lanes* out) {
   const int hd = HD > 0 ? HD : hd_runtime;
-  // One or two heads: two chains each (even and odd d), so the sums do not
-  // wait on one multiply-add after another.
-  constexpr int C = NH <= 2 ? 2 : 1;
+  // Two chains per head (even and odd d) for up to two heads, and for four
+  // heads of 32 or more dimensions, so the sums do not wait on one
+  // multiply-add after another (four chains leave half the FMA issue idle).
+  constexpr int C = NH <= 2 || (NH == 4 && HD >= 32) ? 2 : 1;
   Lanes a[NH][C] = {};
   int d = 0;
   for (; d + C <= hd; d += C)
@@ -401,26 +402,30 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int ps, int g, const type
     // NH heads (16 sums in registers: NH x NV), whose sums are the
     // independent chains.
     constexpr int NV = HD / kChunk, NH = NV >= 16 ? 1 : (16 / NV > 4 ? 4 : 16 / NV);
-    for (int h0 = 0; h0 < g; h0 += NH) {
-      const int nh = g - h0 < NH ? g - h0 : NH;
-      Lanes part[NH][NV] = {};
+    // The block's head count is a template argument: with a run-time count
+    // GCC kept the NH x NV sums on the stack (a load and a store around
+    // every multiply-add).
+    auto block = [&]<int BH>(int h0) {
+      Lanes part[BH][NV] = {};
       for (int r = 0; r < n; ++r) {
         Lanes v[NV];
         for (int j = 0; j < NV; ++j) v[j] = E::load16(v_rows + static_cast<long>(r) * v_stride + kChunk * j);
-        for (int h = 0; h < NH; ++h) {
-          if (h >= nh) break;
+        for (int h = 0; h < BH; ++h) {
           const float pr = p[(h0 + h) * ps + r];
           for (int j = 0; j < NV; ++j) part[h][j] += pr * v[j];
         }
       }
-      for (int h = 0; h < nh; ++h) {
+      for (int h = 0; h < BH; ++h) {
         float* a = acc + (h0 + h) * HD;
         for (int j = 0; j < NV; ++j) {
           const Lanes sum = part[h][j] + load_lanes(a + kChunk * j);
           std::memcpy(a + kChunk * j, &sum, sizeof sum);
         }
       }
-    }
+    };
+    int h0 = 0;
+    for (; h0 + NH <= g; h0 += NH) block.template operator()<NH>(h0);
+    for (; h0 < g; ++h0) block.template operator()<1>(h0);
   } else if constexpr (HD == 8 && W) {
     // Two keys' V rows in one 16-lane vector (key r in the low 8 lanes, r + 1
     // in the high), loaded and converted once for up to four heads; each
@@ -718,6 +723,16 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
     }
     // (3) The chunks' V rows.
     for (int c = 0; c < np; ++c) {
+      if (c + 1 < np) {
+        // The next chunk's V rows (a line per key: the rows of every KV
+        // head of a token share one) are asked for while this chunk's are
+        // summed.
+        const SpanPiece& pn = pieces[c + 1];
+        const KvRun& nrun = runs[pn.run];
+        const auto* nv = static_cast<const uint8_t*>(nrun.kv.v) + static_cast<size_t>(nrun.kv.elem0) * sizeof(T);
+        for (int r = pn.r0 + pn.lo; r < pn.r0 + pn.hi; ++r)
+          __builtin_prefetch(nv + static_cast<size_t>(r) * nrun.kv.row_bytes);
+      }
       const SpanPiece& pc = pieces[c];
       const KvRun& run = runs[pc.run];
       const int vs = static_cast<int>(run.kv.row_bytes / sizeof(T));

@@ -459,13 +459,18 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
   VF acc[NR * NT];
   for (int a = 0; a < NR * NT; ++a) acc[a] = hn::Zero(df);
   int64_t i = 0;
+  // Decode (NT == 1) reads each weight once: while these NR rows are read,
+  // ask for the next NR (they follow in memory) as one range, NR lines a
+  // step, so that the addresses come from one register (one pointer per row
+  // spilled the tile's row offsets to the stack).
+  const char* ahead = reinterpret_cast<const char*>(w + NR * ws);
   for (; i + N <= n; i += N) {
     VF wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = hn::LoadU(df, w + r * ws + i);
-    // Decode (NT == 1) reads each weight once: ask for the next rows' same
-    // place now (rows follow in memory), as DecodeRows does.
-    if constexpr (NT == 1)
-      for (int r = 0; r < NR; ++r) __builtin_prefetch(w + (NR + r) * ws + i);
+    if constexpr (NT == 1) {
+      for (int r = 0; r < NR; ++r) __builtin_prefetch(ahead + 64 * r);
+      ahead += 64 * NR;
+    }
     for (int k = 0; k < NT; ++k) {
       const VF xv = hn::LoadU(df, x + k * xs + i);
       for (int r = 0; r < NR; ++r) acc[r * NT + k] = hn::MulAdd(wv[r], xv, acc[r * NT + k]);

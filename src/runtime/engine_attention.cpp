@@ -59,6 +59,10 @@ void Engine::attention(int layer, const RoundBatch& b) {
     acc.resize(static_cast<size_t>(group) * hd);
     scratch.resize(static_cast<size_t>(attn_scratch_floats(group, hd)));
     head_sinks.resize(static_cast<size_t>(a.n_sink_logits * group));
+    // The run list of the token whose KV head listed_kvh it was built for:
+    // another KV head of that token walks the same blocks, only its first
+    // element and its queries differ.
+    int listed_t = -1, listed_kvh = 0;
     for (size_t task = begin; task < end; ++task) {
       const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
       const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
@@ -79,15 +83,25 @@ void Engine::attention(int layer, const RoundBatch& b) {
       attn_online_init_sinks(group, hd, head_sinks.data(), a.n_sink_logits, m.data(), l.data(), acc.data());
       const CachePositions cp{pol, pos};
       // The sinks' and the window's runs in one list, one kernel call.
-      runs.clear();
-      auto visit = [&](const float* q) {
-        return [&, q](BlockId blk, int off, int count, int64_t first) {
-          const float col0 = alibi ? static_cast<float>(cp.k(first) - off - cp.q()) : 0.0f;
-          runs.push_back(KvRun{a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), q, off, count, col0});
+      if (t == listed_t) {
+        const int dh = kvh - listed_kvh;
+        for (KvRun& r : runs) {
+          r.kv.elem0 += dh * hd;
+          r.q += static_cast<ptrdiff_t>(dh) * group * hd;
+        }
+      } else {
+        runs.clear();
+        auto visit = [&](const float* q) {
+          return [&, q](BlockId blk, int off, int count, int64_t first) {
+            const float col0 = alibi ? static_cast<float>(cp.k(first) - off - cp.q()) : 0.0f;
+            runs.push_back(KvRun{a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), q, off, count, col0});
+          };
         };
-      };
-      seq.for_each_run(0, n_sinks, visit(qsink));
-      if (pos >= w0) seq.for_each_run(w0, pos + 1, visit(qt));
+        seq.for_each_run(0, n_sinks, visit(qsink));
+        if (pos >= w0) seq.for_each_run(w0, pos + 1, visit(qt));
+      }
+      listed_t = t;
+      listed_kvh = kvh;
       AttnScoring sc;
       sc.softcap = c.attn_softcap;
       if (alibi) sc.slopes = alibi_slopes_.data() + kvh * group;

@@ -121,7 +121,7 @@ void check_RunListMatchesTwoPassTwin() {
   std::uniform_real_distribution<float> u(-2, 2);
   for (GgmlType type : kTypes)
     for (int hd : {8, 16, 13, 64})
-      for (int g : {1, 2, 3, 5})
+      for (int g : {1, 2, 3, 5, 8})
         for (int shaping = 0; shaping < 3; ++shaping) {  // none, ALiBi, softcap + ALiBi
           const int heads = 2, kv_dim = (hd * heads + 31) / 32 * 32, bt = 16, n_blocks = 24;
           std::vector<TypedBlock> blocks;
