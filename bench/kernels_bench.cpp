@@ -241,18 +241,21 @@ void BM_AttentionFused(benchmark::State& st) {
 }
 BENCHMARK(BM_AttentionFused)->Args({8, 512, 2})->Args({64, 512, 8})->Args({128, 4096, 4});
 
-// The engine's decode attention over an F16 cache: blocks of 16 keys as the
-// pool lays them out (K [kv_dim][16] then V [16][kv_dim]), 4 KV heads of a
-// layer one after the other, one call each over the runs of all blocks.
-// Range: head size, keys, query heads per KV head. Time per layer and token.
-void BM_AttentionRunsF16(benchmark::State& st) {
-  const int hd = static_cast<int>(st.range(0)), keys = static_cast<int>(st.range(1)), g = static_cast<int>(st.range(2));
+// The engine's decode attention over a typed cache: blocks of 16 keys as the
+// pool lays them out (float types: K [kv_dim][16] then V [16][kv_dim];
+// Q8_0 / Q4_0: K and V both [16] rows of ggml blocks), 4 KV heads of a layer
+// one after the other, one call each over the runs of all blocks. Range:
+// cache type (ggml's number), head size, keys, query heads per KV head.
+// Time per layer and token.
+void BM_AttentionRuns(benchmark::State& st) {
+  const auto type = static_cast<ss::GgmlType>(st.range(0));
+  const int hd = static_cast<int>(st.range(1)), keys = static_cast<int>(st.range(2)), g = static_cast<int>(st.range(3));
   constexpr int kKvHeads = 4, kBlock = 16;
   const int kv_dim = kKvHeads * hd, blocks = (keys + kBlock - 1) / kBlock;
-  const size_t half = static_cast<size_t>(kv_dim) * kBlock * 2;  // bytes of K (or V) per block
-  const auto src = random_floats(static_cast<size_t>(kv_dim) * kBlock * 2 * blocks, 3);
+  const size_t rb = ss::row_bytes(type, kv_dim), half = rb * kBlock;  // bytes of K (or V) per block
+  const auto src = random_floats(static_cast<size_t>(kv_dim), 3);
   std::vector<uint8_t> pool(half * 2 * static_cast<size_t>(blocks));
-  ss::quantize_row(ss::GgmlType::F16, src.data(), pool.data(), static_cast<int64_t>(src.size()));
+  for (size_t r = 0; r < pool.size() / rb; ++r) ss::quantize_row(type, src.data(), pool.data() + r * rb, kv_dim);
   const auto q = random_floats(static_cast<size_t>(kKvHeads * g * hd), 5);
   std::vector<float> m(g), l(g), acc(static_cast<size_t>(g * hd)), out(acc.size() * kKvHeads),
       scratch(static_cast<size_t>(ss::attn_scratch_floats(g, hd)));
@@ -261,9 +264,8 @@ void BM_AttentionRunsF16(benchmark::State& st) {
     for (int h = 0; h < kKvHeads; ++h) {
       for (int b = 0; b < blocks; ++b) {
         const uint8_t* base = pool.data() + static_cast<size_t>(b) * 2 * half;
-        runs[b] = ss::KvRun{
-            ss::KvHeadView{ss::GgmlType::F16, base, base + half, kBlock, static_cast<size_t>(kv_dim) * 2, h * hd},
-            q.data() + static_cast<size_t>(h * g * hd), 0, std::min(kBlock, keys - b * kBlock), 0.0f};
+        runs[b] = ss::KvRun{ss::KvHeadView{type, base, base + half, kBlock, rb, h * hd},
+                            q.data() + static_cast<size_t>(h * g * hd), 0, std::min(kBlock, keys - b * kBlock), 0.0f};
       }
       ss::attn_online_init(g, hd, m.data(), l.data(), acc.data());
       ss::attn_online_update_runs(g, runs.data(), blocks, hd, 0.125f, m.data(), l.data(), acc.data(), scratch.data());
@@ -274,7 +276,13 @@ void BM_AttentionRunsF16(benchmark::State& st) {
   st.counters["key-heads/s"] =
       benchmark::Counter(static_cast<double>(keys) * g * kKvHeads * st.iterations(), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_AttentionRunsF16)->Args({8, 512, 2})->Args({64, 512, 8})->Args({64, 2048, 8});
+BENCHMARK(BM_AttentionRuns)
+    ->ArgNames({"type", "hd", "keys", "g"})
+    ->Args({1, 8, 512, 2})
+    ->Args({1, 64, 512, 8})
+    ->Args({1, 64, 2048, 8})
+    ->Args({8, 64, 2048, 8})
+    ->Args({2, 64, 2048, 8});
 
 // The per-step cost of handing work to the pool's threads: one fork-join of
 // trivial parts (a decode step issues a few per layer), in microseconds

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ops/clones.h"
@@ -603,6 +605,119 @@ SS_ALWAYS_INLINE Eight shape_scores8(Eight sc, int lo, int hi, int h, int r0, fl
   return inside ? sc : Eight{} - INFINITY;
 }
 
+// Q8_0 / Q4_0 caches keep K token-major in ggml blocks of 32, like V: each
+// chunk's keys are decoded into floats and laid out dimension-major, each
+// chunk's values into float rows, and span_update runs the float kernels on
+// those (E = QuantElems<QT>).
+template <GgmlType QT>
+struct QuantElems {
+  using T = uint8_t;
+  static constexpr GgmlType kType = QT;
+  static constexpr int kBytes = QT == GgmlType::Q8_0 ? 2 + kQ8_0Block : kQ4_0Bytes;  // per block of 32
+};
+template <class E>
+constexpr bool kQuantElems = requires {
+  E::kType;
+};
+
+// Elements [e0, e0 + n) of a row of Q8_0 / Q4_0 blocks into out, exactly as
+// dequantize_row computes them: 16 at a time where 16 of them start a half
+// block, one by one elsewhere.
+template <GgmlType QT>
+SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
+  constexpr int kBytes = QuantElems<QT>::kBytes;
+  typedef int8_t I8x16 __attribute__((vector_size(16)));
+  typedef uint8_t U8x16 __attribute__((vector_size(16)));
+  typedef int16_t I16x16 __attribute__((vector_size(32)));
+  typedef int32_t I32x16 __attribute__((vector_size(64)));
+  // Bytes widen through 16 bits: GCC 12 turns a direct 8-to-32-bit vector
+  // conversion into a byte-by-byte scalar sequence.
+  auto widen = [](auto bytes) { return __builtin_convertvector(__builtin_convertvector(bytes, I16x16), I32x16); };
+  for (int i = 0; i < n;) {
+    const int e = e0 + i, j = e % 32;
+    const uint8_t* blk = row + static_cast<long>(e / 32) * kBytes;
+    uint16_t dh;
+    std::memcpy(&dh, blk, 2);
+    const float d = fp16_to_fp32(dh);
+    const uint8_t* qs = blk + 2;
+    if (j % 16 == 0 && n - i >= 16) {
+      Lanes v;
+      if constexpr (QT == GgmlType::Q8_0) {
+        I8x16 q;
+        std::memcpy(&q, qs + j, sizeof q);
+        v = __builtin_convertvector(widen(q), Lanes);
+      } else {
+        U8x16 b;
+        std::memcpy(&b, qs, sizeof b);
+        const U8x16 nib = j == 0 ? b & 15 : b >> 4;
+        v = __builtin_convertvector(widen(nib) - 8, Lanes);
+      }
+      v *= d;
+      std::memcpy(out + i, &v, sizeof v);
+      i += 16;
+      continue;
+    }
+    if constexpr (QT == GgmlType::Q8_0) {
+      out[i] = d * static_cast<float>(static_cast<int8_t>(qs[j]));
+    } else {
+      const int nib = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+      out[i] = d * static_cast<float>(nib - 8);
+    }
+    ++i;
+  }
+}
+
+// One step of a 16 x 16 transpose in 16 vectors: rows i and i + W (bit W of
+// i clear) swap their off-diagonal W-wide blocks; steps W = 8, 4, 2, 1
+// transpose the whole (64 two-vector shuffles).
+template <int W, size_t... J>
+SS_ALWAYS_INLINE Lanes swap_lo(Lanes a, Lanes b, std::index_sequence<J...>) {
+  return __builtin_shufflevector(a, b, ((J & W) ? 16 + J - W : J)...);
+}
+template <int W, size_t... J>
+SS_ALWAYS_INLINE Lanes swap_hi(Lanes a, Lanes b, std::index_sequence<J...>) {
+  return __builtin_shufflevector(a, b, ((J & W) ? 16 + J : J + W)...);
+}
+template <int W>
+SS_ALWAYS_INLINE void transpose_step(Lanes* m) {
+  for (int i = 0; i < kChunk; ++i)
+    if (!(i & W)) {
+      const Lanes a = m[i], b = m[i + W];
+      m[i] = swap_lo<W>(a, b, std::make_index_sequence<kChunk>{});
+      m[i + W] = swap_hi<W>(a, b, std::make_index_sequence<kChunk>{});
+    }
+}
+
+// Keys [lo, hi) of the chunk from key r0 of a quantized run into pad, [hd][kChunk]
+// dimension-major floats (the other lanes 0), through rows [kChunk][hd]. The
+// AVX-512 clone (W) transposes 16 x 16 tiles in registers; the others, and
+// heads not a multiple of 16 wide, element by element (16-lane shuffles go
+// through the stack where registers are 8 lanes wide).
+template <int HD, GgmlType QT, bool W>
+SS_ALWAYS_INLINE void decode_k_chunk(const KvRun& run, int r0, int lo, int hi, int hd_runtime, float* __restrict__ rows,
+                                     float* __restrict__ pad) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  const auto* k = static_cast<const uint8_t*>(run.kv.k);
+  for (int r = lo; r < hi; ++r)
+    decode_quant<QT>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, hd, rows + r * hd);
+  if constexpr (W && HD > 0 && HD % kChunk == 0) {
+    for (int r = 0; r < kChunk; ++r)
+      if (r < lo || r >= hi) std::memset(rows + r * HD, 0, HD * sizeof(float));
+    for (int d0 = 0; d0 < HD; d0 += kChunk) {
+      Lanes t[kChunk];
+      for (int r = 0; r < kChunk; ++r) t[r] = load_lanes(rows + r * HD + d0);
+      transpose_step<8>(t);
+      transpose_step<4>(t);
+      transpose_step<2>(t);
+      transpose_step<1>(t);
+      for (int d = 0; d < kChunk; ++d) std::memcpy(pad + (d0 + d) * kChunk, &t[d], sizeof t[d]);
+    }
+  } else {
+    for (int d = 0; d < hd; ++d)
+      for (int r = 0; r < kChunk; ++r) pad[d * kChunk + r] = r >= lo && r < hi ? rows[r * hd + d] : 0.0f;
+  }
+}
+
 // One chunk of a span: keys [r0 + lo, r0 + hi) of run `run`.
 struct SpanPiece {
   int run, r0, lo, hi;
@@ -624,10 +739,19 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
                                   float* l, float* __restrict__ acc, float* __restrict__ scratch,
                                   const AttnScoring* scoring) {
   using T = typename E::T;
+  constexpr bool kQuant = kQuantElems<E>;
   const int g = G > 0 ? G : g_runtime;
   const int hd = HD > 0 ? HD : hd_runtime;
   float* __restrict__ p = scratch;                    // [g][kAttnSpan]
   float* __restrict__ pad = scratch + g * kAttnSpan;  // [hd][kChunk]
+  float* __restrict__ rows = pad + hd * kChunk;       // [kChunk][hd] (quantized types)
+  // Bytes from a token's row start to the head's first element.
+  auto head_bytes = [](const KvRun& run) -> size_t {
+    if constexpr (kQuant)
+      return static_cast<size_t>(run.kv.elem0 / 32) * E::kBytes;
+    else
+      return static_cast<size_t>(run.kv.elem0) * sizeof(T);
+  };
   SpanPiece pieces[kAttnSpan / kChunk];
   int ri = 0, r0 = n_runs > 0 ? runs[0].first - runs[0].first % kChunk : 0;
   while (ri < n_runs) {
@@ -637,11 +761,16 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       const KvRun& run = runs[ri];
       const int end = run.first + run.count;
       const int lo = std::max(run.first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
-      const T* kc = static_cast<const T*>(run.kv.k) + static_cast<long>(run.kv.elem0) * run.kv.col_stride + r0;
+      // K of the float types, read in place (the quantized ones: from pad).
+      using KE = std::conditional_t<kQuant, F32Elems, E>;
+      const auto* kc = reinterpret_cast<const typename KE::T*>(
+          static_cast<const T*>(run.kv.k) + (kQuant ? 0 : static_cast<long>(run.kv.elem0) * run.kv.col_stride + r0));
       // The chunk's lanes run past the columns: the valid ones are copied
       // out (as floats), so no lane reads past them.
-      const bool padded = r0 + kChunk > run.kv.col_stride;
-      if (padded)
+      const bool padded = kQuant || r0 + kChunk > run.kv.col_stride;
+      if constexpr (kQuant)
+        decode_k_chunk<HD, E::kType, W>(run, r0, lo, hi, hd, rows, pad);
+      else if (padded)
         for (int d = 0; d < hd; ++d)
           for (int r = 0; r < kChunk; ++r)
             pad[d * kChunk + r] = r >= lo && r < hi ? E::one(kc + static_cast<long>(d) * run.kv.col_stride + r) : 0.0f;
@@ -649,7 +778,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
         Lanes block[4];
         for (int h = 0; h < g; ++h) {
           const Lanes sc = padded ? head_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
-                                  : head_chunk_scores<HD, E>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
+                                  : head_chunk_scores<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
           const Lanes shaped = shape_scores(sc, lo, hi, h, r0, run.col0, scoring);
           std::memcpy(p + h * kAttnSpan + np * kChunk, &shaped, sizeof shaped);
         }
@@ -659,7 +788,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
           if (padded)
             head_chunk_scores8<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block, sc);
           else
-            head_chunk_scores8<HD, E>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block, sc);
+            head_chunk_scores8<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block, sc);
           for (int half = 0; half < 2; ++half) {
             const Eight shaped =
                 shape_scores8(sc[half], lo - 8 * half, hi - 8 * half, h, r0 + 8 * half, run.col0, scoring);
@@ -729,126 +858,24 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
         // summed.
         const SpanPiece& pn = pieces[c + 1];
         const KvRun& nrun = runs[pn.run];
-        const auto* nv = static_cast<const uint8_t*>(nrun.kv.v) + static_cast<size_t>(nrun.kv.elem0) * sizeof(T);
+        const auto* nv = static_cast<const uint8_t*>(nrun.kv.v) + head_bytes(nrun);
         for (int r = pn.r0 + pn.lo; r < pn.r0 + pn.hi; ++r)
           __builtin_prefetch(nv + static_cast<size_t>(r) * nrun.kv.row_bytes);
       }
       const SpanPiece& pc = pieces[c];
       const KvRun& run = runs[pc.run];
-      const int vs = static_cast<int>(run.kv.row_bytes / sizeof(T));
-      const T* v = static_cast<const T*>(run.kv.v) + run.kv.elem0 + static_cast<long>(pc.r0 + pc.lo) * vs;
-      accumulate_chunk<HD, E, W>(p + c * kChunk + pc.lo, kAttnSpan, g, v, vs, pc.hi - pc.lo, hd, acc);
-    }
-  }
-}
-
-// One online-softmax step of head h over a chunk's scores (lanes outside
-// [lo, hi) are ignored): scoring shapes them, the running max and sum move,
-// the head's accumulator is rescaled, and the chunk's probabilities go to
-// p_out. The quantized types' per-chunk path.
-SS_ALWAYS_INLINE void online_step(Lanes sc, int lo, int hi, int h, int r0, int hd, const AttnScoring* scoring, float* m,
-                                  float* l, float* __restrict__ acc, float* __restrict__ p_out) {
-  sc = shape_scores(sc, lo, hi, h, r0, scoring ? scoring->col0 : 0.0f, scoring);
-  const LaneInts valid = SS_LANES_BETWEEN(lo, hi);
-  const float mx = std::max(lanes_max(sc), m[h]);
-  const Lanes p = valid ? exp_nonpositive(sc - mx) : Lanes{};
-  std::memcpy(p_out, &p, sizeof p);
-  // Once the running max has settled (on the sinks, often from the first
-  // chunk on) most chunks leave it alone: then nothing is rescaled, and the
-  // scalar exp that would give exactly 1 is skipped. The first chunk has m =
-  // -inf: nothing to rescale either.
-  if (mx == m[h]) {
-    l[h] += lanes_sum(p);
-    return;
-  }
-  const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx);
-  m[h] = mx;
-  l[h] = l[h] * corr + lanes_sum(p);
-  if (corr != 1.0f) {
-    float* __restrict__ a = acc + h * hd;
-    for (int d = 0; d < hd; ++d) a[d] *= corr;
-  }
-}
-
-// n elements from element e0 of a row of ggml blocks (Q8_0 or Q4_0) into out.
-template <GgmlType QT>
-SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
-  constexpr int kBytes = QT == GgmlType::Q8_0 ? 2 + kQ8_0Block : kQ4_0Bytes;
-  for (int i = 0; i < n;) {
-    const int e = e0 + i, j0 = e % 32, take = std::min(32 - j0, n - i);
-    const uint8_t* blk = row + static_cast<long>(e / 32) * kBytes;
-    uint16_t dh;
-    std::memcpy(&dh, blk, 2);
-    const float d = fp16_to_fp32(dh);
-    const uint8_t* qs = blk + 2;
-    if constexpr (QT == GgmlType::Q8_0) {
-      for (int j = 0; j < take; ++j) out[i + j] = d * static_cast<float>(static_cast<int8_t>(qs[j0 + j]));
-    } else {
-      for (int j = 0; j < take; ++j) {
-        const int x = j0 + j;
-        const int nib = x < 16 ? qs[x] & 15 : qs[x - 16] >> 4;
-        out[i + j] = d * static_cast<float>(nib - 8);
+      if constexpr (kQuant) {
+        const auto* v = static_cast<const uint8_t*>(run.kv.v);
+        for (int r = pc.lo; r < pc.hi; ++r)
+          decode_quant<E::kType>(v + static_cast<size_t>(pc.r0 + r) * run.kv.row_bytes, run.kv.elem0, hd,
+                                 rows + (r - pc.lo) * hd);
+        accumulate_chunk<HD, F32Elems, W>(p + c * kChunk + pc.lo, kAttnSpan, g, rows, hd, pc.hi - pc.lo, hd, acc);
+      } else {
+        const int vs = static_cast<int>(run.kv.row_bytes / sizeof(T));
+        const T* v = static_cast<const T*>(run.kv.v) + run.kv.elem0 + static_cast<long>(pc.r0 + pc.lo) * vs;
+        accumulate_chunk<HD, E, W>(p + c * kChunk + pc.lo, kAttnSpan, g, v, vs, pc.hi - pc.lo, hd, acc);
       }
     }
-    i += take;
-  }
-}
-
-// Keys stored token-major in ggml blocks: each key's head slice is decoded
-// once (into registers for the fixed head sizes) and dotted with the g query
-// heads; the softmax step and the V side are as for the float types.
-template <int HD, GgmlType QT>
-SS_ALWAYS_INLINE void online_update_quant(const float* q, int g, const uint8_t* k_rows, const uint8_t* v_rows,
-                                          size_t row_bytes, int elem0, int first, int count, int hd_runtime,
-                                          float scale, float* m, float* l, float* __restrict__ acc,
-                                          float* __restrict__ scratch, const AttnScoring* scoring) {
-  const int hd = HD > 0 ? HD : hd_runtime;
-  float fixed[HD > 0 ? HD : 1];
-  float* __restrict__ row = HD > 0 ? fixed : scratch + g * kChunk;  // [hd]
-  const int end = first + count;
-  for (int r0 = first - first % kChunk; r0 < end; r0 += kChunk) {
-    const int lo = std::max(first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
-    for (int r = lo; r < hi; ++r) {
-      decode_quant<QT>(k_rows + static_cast<size_t>(r0 + r) * row_bytes, elem0, hd, row);
-      for (int h = 0; h < g; ++h) {
-        const float* qh = q + h * hd;
-        float s[4] = {};
-        int d = 0;
-        for (; d + 4 <= hd; d += 4)
-          for (int j = 0; j < 4; ++j) s[j] += qh[d + j] * row[d + j];
-        for (; d < hd; ++d) s[0] += qh[d] * row[d];
-        scratch[h * kChunk + r] = ((s[0] + s[1]) + (s[2] + s[3])) * scale;
-      }
-    }
-    for (int h = 0; h < g; ++h)
-      online_step(load_lanes(scratch + h * kChunk), lo, hi, h, r0, hd, scoring, m, l, acc, scratch + h * kChunk);
-    for (int r = lo; r < hi; ++r) {
-      decode_quant<QT>(v_rows + static_cast<size_t>(r0 + r) * row_bytes, elem0, hd, row);
-      for (int h = 0; h < g; ++h) {
-        const float p = scratch[h * kChunk + r];
-        float* __restrict__ a = acc + h * hd;
-        for (int d = 0; d < hd; ++d) a[d] += p * row[d];
-      }
-    }
-  }
-}
-
-// Q8_0 / Q4_0 blocks (K token-major in ggml blocks): run by run, chunk by
-// chunk (a plain function, not a lambda, so it is inlined into each clone
-// with the clone's instruction set).
-template <int HD, GgmlType QT>
-SS_ALWAYS_INLINE void runs_blocks(int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l,
-                                  float* acc, float* scratch, const AttnScoring* scoring) {
-  for (int i = 0; i < n_runs; ++i) {
-    AttnScoring sc;
-    if (scoring) {
-      sc = *scoring;
-      sc.col0 = runs[i].col0;
-    }
-    const KvRun& run = runs[i];
-    online_update_quant<HD, QT>(run.q, g, static_cast<const uint8_t*>(run.kv.k), static_cast<const uint8_t*>(run.kv.v),
-                                run.kv.row_bytes, run.kv.elem0, run.first, run.count, hd, scale, m, l, acc, scratch,
-                                scoring ? &sc : nullptr);
   }
 }
 
@@ -897,13 +924,13 @@ constexpr CloneLevel kWide = CloneLevel::Avx512;
       return g == 1 ? runs_##TAG##_8g1 : g == 2 ? runs_##TAG##_8g2 : runs_##TAG##_8g4;                \
     return SS_BY_HEAD_SIZE(TAG);                                                                      \
   }
-#define SS_QUANT_FAMILY(TAG, QT)                         \
-  SS_DEFINE_RUNS(runs_##TAG##_8, runs_blocks<8, QT>)     \
-  SS_DEFINE_RUNS(runs_##TAG##_16, runs_blocks<16, QT>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_32, runs_blocks<32, QT>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_64, runs_blocks<64, QT>)   \
-  SS_DEFINE_RUNS(runs_##TAG##_128, runs_blocks<128, QT>) \
-  SS_DEFINE_RUNS(runs_##TAG##_0, runs_blocks<0, QT>)     \
+#define SS_QUANT_FAMILY(TAG, QT)                                                    \
+  SS_DEFINE_RUNS(runs_##TAG##_8, span_update<8, QuantElems<QT>, 0, L == kWide>)     \
+  SS_DEFINE_RUNS(runs_##TAG##_16, span_update<16, QuantElems<QT>, 0, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_32, span_update<32, QuantElems<QT>, 0, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_64, span_update<64, QuantElems<QT>, 0, L == kWide>)   \
+  SS_DEFINE_RUNS(runs_##TAG##_128, span_update<128, QuantElems<QT>, 0, L == kWide>) \
+  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, QuantElems<QT>, 0, L == kWide>)     \
   RunsFn pick_##TAG(int hd, int) { return SS_BY_HEAD_SIZE(TAG); }
 SS_FLOAT_FAMILY(f32, F32Elems)
 SS_FLOAT_FAMILY(f16, F16Elems)

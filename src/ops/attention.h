@@ -37,7 +37,7 @@ void softmax(float* x, int n);
 // m[h], running sum l[h] and the unnormalised output acc[h*hd..]; start from
 // attn_online_init, end with attn_online_finish. scratch holds
 // attn_scratch_floats(g, hd) floats.
-inline int attn_scratch_floats(int g, int hd) { return g * kAttnSpan + hd * kAttnChunk; }
+inline int attn_scratch_floats(int g, int hd) { return g * kAttnSpan + 2 * hd * kAttnChunk; }
 void attn_online_init(int g, int hd, float* m, float* l, float* acc);
 // As attn_online_init, with one extra logit per head in the softmax
 // denominator (a virtual key with zero value: gpt-oss's learned sinks,
