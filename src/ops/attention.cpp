@@ -646,7 +646,7 @@ SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __r
     std::memcpy(&dh, blk, 2);
     const float d = half_bits_to_float<float>(static_cast<uint32_t>(dh));  // exact, branch-free
     const uint8_t* qs = blk + 2;
-    float* o = out + i - j0;  // o[j]: element j of this block
+    float* o = out + i;  // o[j - j0]: element j of this block
     for (int j = j0; j < j1;) {
       if (j % 16 == 0 && j1 - j >= 16) {
         Lanes v;
@@ -660,7 +660,7 @@ SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __r
           v = __builtin_convertvector(widen16(j == 0 ? b & 15 : b >> 4) - 8, Lanes);
         }
         v *= d;
-        std::memcpy(o + j, &v, sizeof v);
+        std::memcpy(o + (j - j0), &v, sizeof v);
         j += 16;
       } else if (j % 8 == 0 && j1 - j >= 8) {
         Eight v;
@@ -674,13 +674,13 @@ SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __r
           v = __builtin_convertvector(widen8(j < 16 ? b & 15 : b >> 4) - 8, Eight);
         }
         v *= d;
-        std::memcpy(o + j, &v, sizeof v);
+        std::memcpy(o + (j - j0), &v, sizeof v);
         j += 8;
       } else {
         if constexpr (QT == GgmlType::Q8_0)
-          o[j] = d * static_cast<float>(static_cast<int8_t>(qs[j]));
+          o[j - j0] = d * static_cast<float>(static_cast<int8_t>(qs[j]));
         else
-          o[j] = d * static_cast<float>((j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) - 8);
+          o[j - j0] = d * static_cast<float>((j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) - 8);
         ++j;
       }
     }
