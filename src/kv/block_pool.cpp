@@ -44,6 +44,10 @@ BlockPool::BlockPool(const BlockPoolConfig& cfg) : cfg_(cfg) {
   if (bytes_ > 0) {
     mem_ = allocate_huge(bytes_);
     data_ = mem_.get();
+    // A pool larger than half the free memory stays lazy: a server's
+    // default pool (64 sequences' worth) of a large model may exceed the
+    // machine and still serve the sessions it actually holds.
+    if (cfg.prefault && bytes_ <= free_memory_bytes() / 2) touch_pages(data_, bytes_);
   }
   refs_.assign(static_cast<size_t>(cfg.n_blocks), 0);
   for (int i = cfg.n_blocks - 1; i >= 0; --i) free_.push_back(i);

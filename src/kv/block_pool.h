@@ -32,6 +32,11 @@ struct BlockPoolConfig {
   int n_layers = 0;
   int kv_dim = 0;
   GgmlType type = GgmlType::F32;
+  // Fault every page in when the pool is made (if it takes at most half the
+  // free memory), as llama.cpp and vLLM hold their caches: else the decode
+  // step that first writes a block's huge page waits for the kernel to zero
+  // 2 MiB, and maybe to compact memory for it (THP defrag "madvise").
+  bool prefault = true;
 };
 
 // Can a cache of kv_dim-wide rows hold this type? (F32, F16, BF16; Q8_0 and

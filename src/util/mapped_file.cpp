@@ -69,6 +69,16 @@ std::shared_ptr<uint8_t> allocate_huge(size_t bytes) {
   return std::shared_ptr<uint8_t>(reinterpret_cast<uint8_t*>(start), [size](uint8_t* q) { munmap(q, size); });
 }
 
+void touch_pages(uint8_t* p, size_t bytes) {
+  constexpr size_t kPage = 4096;
+  for (size_t off = 0; off < bytes; off += kPage) reinterpret_cast<volatile uint8_t*>(p)[off] = 0;
+}
+
+size_t free_memory_bytes() {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+}
+
 Result<std::string> read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(path + ": cannot open");

@@ -37,6 +37,13 @@ void release_resident_pages(const void* data, size_t bytes);
 // huge pages (MADV_HUGEPAGE), for large buffers read end to end every token:
 // 512 times fewer TLB misses than 4 KiB pages. Freed with the last owner.
 std::shared_ptr<uint8_t> allocate_huge(size_t bytes);
+// Faults in every page of [p, p + bytes) now (one write of zero per 4 KiB
+// page: the memory must be zeroed or unused), so later first touches do
+// not stall on the kernel.
+void touch_pages(uint8_t* p, size_t bytes);
+// Physical memory not in use now (free pages, not counting caches); 0 if
+// unknown.
+size_t free_memory_bytes();
 
 // Whole file into a string (small text files: config.json, tokenizer.json).
 Result<std::string> read_text_file(const std::string& path);

@@ -1,8 +1,12 @@
 #include "kv/block_pool.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <set>
+#include <utility>
+#include <vector>
 
 namespace ss {
 namespace {
@@ -23,6 +27,31 @@ TEST(BlockPool, AllocatesUntilExhaustedThenReturnsNothing) {
   pool.release(*got.begin());
   EXPECT_EQ(pool.free_blocks(), 1);
   EXPECT_EQ(pool.allocate(), *got.begin());
+}
+
+// Pages of the pool's memory resident now, out of all of them (mincore).
+std::pair<size_t, size_t> resident_pages(const BlockPool& pool) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto* start = static_cast<uint8_t*>(const_cast<void*>(pool.head_view(0, 0, 0).k));
+  const size_t n = (pool.bytes() + page - 1) / page;
+  std::vector<unsigned char> in(n);
+  EXPECT_EQ(mincore(start, pool.bytes(), in.data()), 0);
+  size_t resident = 0;
+  for (unsigned char c : in) resident += c & 1;
+  return {resident, n};
+}
+
+TEST(BlockPool, PrefaultedPoolIsResidentBeforeAnyWrite) {
+  // 6 MiB: three huge pages' worth, far under half of any CI machine's free memory.
+  BlockPoolConfig cfg{64, 16, 8, 768};  // 64 blocks x 8 layers x 2 x 16 x 768 f32
+  const BlockPool faulted(cfg);
+  ASSERT_GE(faulted.bytes(), size_t{6} << 20);
+  const auto [in_f, all_f] = resident_pages(faulted);
+  EXPECT_EQ(in_f, all_f);
+  cfg.prefault = false;
+  const BlockPool lazy(cfg);
+  const auto [in_l, all_l] = resident_pages(lazy);
+  EXPECT_LT(in_l, all_l / 2) << "an untouched lazy pool should not be resident";
 }
 
 TEST(BlockPool, RefcountKeepsSharedBlocksAlive) {
