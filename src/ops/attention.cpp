@@ -620,6 +620,52 @@ constexpr bool kQuantElems = requires {
   E::kType;
 };
 
+// The vector types of an N-element piece of a Q8_0 / Q4_0 block (GCC drops
+// vector_size on a type that depends on a template argument).
+template <int N>
+struct PieceTypes;
+template <>
+struct PieceTypes<16> {
+  typedef float F __attribute__((vector_size(64)));
+  typedef int8_t I8 __attribute__((vector_size(16)));
+  typedef uint8_t U8 __attribute__((vector_size(16)));
+  typedef int16_t I16 __attribute__((vector_size(32)));
+  typedef int32_t I32 __attribute__((vector_size(64)));
+};
+template <>
+struct PieceTypes<8> {
+  typedef float F __attribute__((vector_size(32)));
+  typedef int8_t I8 __attribute__((vector_size(8)));
+  typedef uint8_t U8 __attribute__((vector_size(8)));
+  typedef int16_t I16 __attribute__((vector_size(16)));
+  typedef int32_t I32 __attribute__((vector_size(32)));
+};
+
+// Elements [j, j + N) of a Q8_0 / Q4_0 block (values qs, scale d) into out,
+// N = 16 (j a multiple of 16) or 8 (of 8). Bytes widen through 16 bits: GCC
+// 12 turns a direct 8-to-32-bit vector conversion into a byte-by-byte scalar
+// sequence.
+template <int N, GgmlType QT>
+SS_ALWAYS_INLINE void decode_piece(const uint8_t* qs, int j, float d, float* __restrict__ out) {
+  using F = typename PieceTypes<N>::F;
+  using I8 = typename PieceTypes<N>::I8;
+  using U8 = typename PieceTypes<N>::U8;
+  using I16 = typename PieceTypes<N>::I16;
+  using I32 = typename PieceTypes<N>::I32;
+  I32 w;
+  if constexpr (QT == GgmlType::Q8_0) {
+    I8 q;
+    std::memcpy(&q, qs + j, sizeof q);
+    w = __builtin_convertvector(__builtin_convertvector(q, I16), I32);
+  } else {
+    U8 b;  // element j < 16: low nibble of byte j; j >= 16: high nibble of byte j - 16
+    std::memcpy(&b, qs + j % 16, sizeof b);
+    w = __builtin_convertvector(__builtin_convertvector(j < 16 ? b & 15 : b >> 4, I16), I32) - 8;
+  }
+  const F v = __builtin_convertvector(w, F) * d;
+  std::memcpy(out, &v, sizeof v);
+}
+
 // Elements [e0, e0 + n) of a row of Q8_0 / Q4_0 blocks into out, exactly as
 // dequantize_row computes them: block by block (one scale conversion each),
 // 16 at a time where 16 of them start a half block, 8 at a time where 8 start
@@ -627,18 +673,6 @@ constexpr bool kQuantElems = requires {
 template <GgmlType QT>
 SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
   constexpr int kBytes = QuantElems<QT>::kBytes;
-  typedef int8_t I8x16 __attribute__((vector_size(16)));
-  typedef uint8_t U8x16 __attribute__((vector_size(16)));
-  typedef int8_t I8x8 __attribute__((vector_size(8)));
-  typedef uint8_t U8x8 __attribute__((vector_size(8)));
-  typedef int16_t I16x16 __attribute__((vector_size(32)));
-  typedef int16_t I16x8 __attribute__((vector_size(16)));
-  typedef int32_t I32x16 __attribute__((vector_size(64)));
-  typedef int32_t I32x8 __attribute__((vector_size(32)));
-  // Bytes widen through 16 bits: GCC 12 turns a direct 8-to-32-bit vector
-  // conversion into a byte-by-byte scalar sequence.
-  auto widen16 = [](auto bytes) { return __builtin_convertvector(__builtin_convertvector(bytes, I16x16), I32x16); };
-  auto widen8 = [](auto bytes) { return __builtin_convertvector(__builtin_convertvector(bytes, I16x8), I32x8); };
   for (int i = 0; i < n;) {
     const int e = e0 + i, j0 = e % 32, j1 = std::min(32, j0 + (n - i));
     const uint8_t* blk = row + static_cast<long>(e / 32) * kBytes;
@@ -649,32 +683,10 @@ SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __r
     float* o = out + i;  // o[j - j0]: element j of this block
     for (int j = j0; j < j1;) {
       if (j % 16 == 0 && j1 - j >= 16) {
-        Lanes v;
-        if constexpr (QT == GgmlType::Q8_0) {
-          I8x16 q;
-          std::memcpy(&q, qs + j, sizeof q);
-          v = __builtin_convertvector(widen16(q), Lanes);
-        } else {
-          U8x16 b;
-          std::memcpy(&b, qs, sizeof b);
-          v = __builtin_convertvector(widen16(j == 0 ? b & 15 : b >> 4) - 8, Lanes);
-        }
-        v *= d;
-        std::memcpy(o + (j - j0), &v, sizeof v);
+        decode_piece<16, QT>(qs, j, d, o + (j - j0));
         j += 16;
       } else if (j % 8 == 0 && j1 - j >= 8) {
-        Eight v;
-        if constexpr (QT == GgmlType::Q8_0) {
-          I8x8 q;
-          std::memcpy(&q, qs + j, sizeof q);
-          v = __builtin_convertvector(widen8(q), Eight);
-        } else {
-          U8x8 b;
-          std::memcpy(&b, qs + j % 16, sizeof b);
-          v = __builtin_convertvector(widen8(j < 16 ? b & 15 : b >> 4) - 8, Eight);
-        }
-        v *= d;
-        std::memcpy(o + (j - j0), &v, sizeof v);
+        decode_piece<8, QT>(qs, j, d, o + (j - j0));
         j += 8;
       } else {
         if constexpr (QT == GgmlType::Q8_0)
