@@ -756,6 +756,64 @@ struct SpanPiece {
   int run, r0, lo, hi;
 };
 
+// Step (3) of span_update for heads of 8 in the AVX-512 clone (float-type
+// caches): the V sums of a block of up to four heads stay in registers over
+// the whole span and are added to acc once (a chunk has 16 keys: summing and
+// storing per chunk cost as much as its multiply-adds). Keys go two to a
+// vector, interleaved by dimension (lane 2d + k: dimension d of key r + k),
+// so the two probabilities of a key pair are one 64-bit broadcast from p;
+// two chains per head (four keys a step), so consecutive keys do not wait on
+// each other's multiply-add.
+template <class E, int BH>
+SS_ALWAYS_INLINE void accumulate_span8(const float* p, int h0, const SpanPiece* pieces, int np, const KvRun* runs,
+                                       float* __restrict__ acc) {
+  using T = typename E::T;
+  typedef double Pairs __attribute__((vector_size(sizeof(Lanes))));
+  auto interleave = [](Eight a, Eight b) {
+    return __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  };
+  auto pair = [](const float* at) {  // {at[0], at[1]} in every 64-bit lane
+    double d;
+    std::memcpy(&d, at, sizeof d);
+    return __builtin_bit_cast(Lanes, Pairs{d, d, d, d, d, d, d, d});
+  };
+  Lanes part[BH][2] = {};
+  for (int c = 0; c < np; ++c) {
+    const SpanPiece& pc = pieces[c];
+    const KvRun& run = runs[pc.run];
+    const long vs = static_cast<long>(run.kv.row_bytes / sizeof(T));
+    const T* v = static_cast<const T*>(run.kv.v) + run.kv.elem0 + (pc.r0 + pc.lo) * vs;
+    const float* pp = p + c * kChunk + pc.lo;  // pp[h * kAttnSpan + r]: key r of this piece
+    const int n = pc.hi - pc.lo;
+    int r = 0;
+    for (; r + 4 <= n; r += 4) {
+      const Lanes v01 = interleave(E::load8(v + r * vs), E::load8(v + (r + 1) * vs));
+      const Lanes v23 = interleave(E::load8(v + (r + 2) * vs), E::load8(v + (r + 3) * vs));
+      for (int h = 0; h < BH; ++h) {
+        const float* ph = pp + (h0 + h) * kAttnSpan + r;
+        part[h][0] += pair(ph) * v01;
+        part[h][1] += pair(ph + 2) * v23;
+      }
+    }
+    if (r + 2 <= n) {
+      const Lanes v01 = interleave(E::load8(v + r * vs), E::load8(v + (r + 1) * vs));
+      for (int h = 0; h < BH; ++h) part[h][0] += pair(pp + (h0 + h) * kAttnSpan + r) * v01;
+      r += 2;
+    }
+    if (r < n) {  // a last key alone: its odd lanes 0 (the next key's probability may be any value)
+      const Lanes v0 = interleave(E::load8(v + r * vs), Eight{});
+      for (int h = 0; h < BH; ++h) part[h][1] += pp[(h0 + h) * kAttnSpan + r] * v0;
+    }
+  }
+  for (int h = 0; h < BH; ++h) {
+    const Lanes t = part[h][0] + part[h][1];
+    float* a = acc + (h0 + h) * 8;
+    const Eight sum = __builtin_shufflevector(t, t, 0, 2, 4, 6, 8, 10, 12, 14) +
+                      __builtin_shufflevector(t, t, 1, 3, 5, 7, 9, 11, 13, 15) + load8(a);
+    std::memcpy(a, &sum, sizeof sum);
+  }
+}
+
 // Online softmax over a list of runs of dimension-major float-type blocks, a
 // span of up to kAttnSpan keys at a time: (1) every chunk's scores for the g
 // heads into p [g][kAttnSpan], masked lanes -inf; (2) per head, one max over
@@ -884,8 +942,22 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       }
     }
     // (3) The chunks' V rows.
+    if constexpr (HD == 8 && W && !kQuant) {
+      for (int h0 = 0; h0 < g; h0 += 4) {
+        const int nh = g - h0 < 4 ? g - h0 : 4;
+        if (nh == 4)
+          accumulate_span8<E, 4>(p, h0, pieces, np, runs, acc);
+        else if (nh == 3)
+          accumulate_span8<E, 3>(p, h0, pieces, np, runs, acc);
+        else if (nh == 2)
+          accumulate_span8<E, 2>(p, h0, pieces, np, runs, acc);
+        else
+          accumulate_span8<E, 1>(p, h0, pieces, np, runs, acc);
+      }
+      continue;
+    }
     for (int c = 0; c < np; ++c) {
-      if (c + 1 < np) {
+      if (HD > 16 && c + 1 < np) {
         // The next chunk's V rows (a line per key: the rows of every KV
         // head of a token share one) are asked for while this chunk's are
         // summed.
