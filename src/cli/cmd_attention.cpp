@@ -14,31 +14,26 @@
 namespace ss::cli {
 
 AttentionCommand::AttentionCommand(CLI::App& app) {
-  sub_ =
-      app.add_subcommand("attention", "inspect attention sinks: share of attention on the first tokens per layer/head");
-  model_.add(*sub_);
-  policy_.add(*sub_, true);
-  auto* p = sub_->add_option("-p,--prompt", prompt_, "text to run");
-  auto* f = sub_->add_option("-f,--file", file_, "text file (TinyStories stories joined, or --raw)");
-  p->excludes(f);
-  sub_->add_flag("--raw", raw_, "use the file as-is");
-  sub_->add_option("--limit", limit_, "at most N tokens")->check(CLI::PositiveNumber)->capture_default_str();
-  sub_->add_option("-k,--first-k", first_k_, "the first k tokens count as sinks")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--flag-ratio", flag_ratio_, "flag heads whose first-k share exceeds uniform by this factor")
-      ->capture_default_str();
-  sub_->add_option("--layer", map_layer_, "layer for the key-position map")->capture_default_str();
-  sub_->add_option("--head", map_head_, "head for the key-position map")->capture_default_str();
-  sub_->add_option("--map-queries", map_queries_, "queries shown in the key-position map")->capture_default_str();
-  sub_->add_option("--svg", svg_, "SVG heatmap: layers x heads, first-k share / uniform");
-  sub_->add_option("--svg-map", svg_map_, "SVG heatmap: query x key cache position for --layer/--head");
-  sub_->add_option("--kept", kept_,
-                   "SVG: which token positions each --policy keeps as the stream advances (sinks, window, heavy "
-                   "hitters; shaded by the share of layer/KV-head caches keeping them)");
-  sub_->add_option("--kept-columns", kept_columns_, "stream positions sampled in --kept")
-      ->check(CLI::Range(2, 4096))
-      ->capture_default_str();
+  sub_ = Flags::subcommand(app, "attention",
+                           "inspect attention sinks: share of attention on the first tokens per layer/head");
+  model_.add(sub_);
+  policy_.add(sub_, true);
+  auto p = sub_.add("-p,--prompt", prompt_, "text to run");
+  auto f = sub_.add("-f,--file", file_, "text file (TinyStories stories joined, or --raw)");
+  p.excludes(f);
+  sub_.flag("--raw", raw_, "use the file as-is");
+  sub_.add("--limit", limit_, "at most N tokens").positive().show_default();
+  sub_.add("-k,--first-k", first_k_, "the first k tokens count as sinks").positive().show_default();
+  sub_.add("--flag-ratio", flag_ratio_, "flag heads whose first-k share exceeds uniform by this factor").show_default();
+  sub_.add("--layer", map_layer_, "layer for the key-position map").show_default();
+  sub_.add("--head", map_head_, "head for the key-position map").show_default();
+  sub_.add("--map-queries", map_queries_, "queries shown in the key-position map").show_default();
+  sub_.add("--svg", svg_, "SVG heatmap: layers x heads, first-k share / uniform");
+  sub_.add("--svg-map", svg_map_, "SVG heatmap: query x key cache position for --layer/--head");
+  sub_.add("--kept", kept_,
+           "SVG: which token positions each --policy keeps as the stream advances (sinks, window, heavy "
+           "hitters; shaded by the share of layer/KV-head caches keeping them)");
+  sub_.add("--kept-columns", kept_columns_, "stream positions sampled in --kept").range(2, 4096).show_default();
 }
 
 namespace {

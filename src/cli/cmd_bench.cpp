@@ -56,34 +56,32 @@ struct DecodeSample {
 }  // namespace
 
 BenchCommand::BenchCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("bench", "prefill/decode speed, per-token latency and memory along an endless stream");
-  model_.add(*sub_);
-  policy_.add(*sub_, false);
-  sub_->add_option("--prefill", prefill_, "prompt lengths for prefill throughput")->capture_default_str();
-  sub_->add_option("--positions", positions_, "stream positions at which decode is measured")->capture_default_str();
-  sub_->add_option("--samples", samples_, "decode steps timed at each position")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  sub_->add_option("--compare", compare_,
-                   "baseline to compare per-token time against: recompute:L, or another cache policy decoded in "
-                   "alternation at the first --positions position (e.g. h2o:4:126:126 against sinks:4:252)");
-  sub_->add_option("--pair", pair_,
-                   "two stream positions A,B decoded in alternation (one step each, same machine state): "
-                   "per-token p50/p99 at B vs A, e.g. 10000,1000000");
-  sub_->add_option("--kv-types", kv_types_,
-                   "KV cache types decoded in alternation at the first --positions position (one step each, same "
-                   "machine state): per-token p50 and KV bytes per token of each, e.g. f32,f16,bf16,q8_0,q4_0");
-  sub_->add_option("--batch", batch_,
-                   "batched decode: sequence counts decoding together, e.g. 1,16,64 (aggregate tok/s vs the first)");
-  sub_->add_option("--batch-context", batch_context_, "tokens each batched sequence holds before timing")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  sub_->add_flag("--bandwidth", bandwidth_,
-                 "probe memory read bandwidth and report decode as a share of bandwidth / weight bytes per token; then "
-                 "--samples more decode steps, each followed by a plain sweep over the same weights (the paired "
-                 "share: median sweep time / step time)");
-  sub_->add_option("--seed", seed_, "seed of the random token stream")->capture_default_str();
-  sub_->add_flag("--json", json_, "print results as JSON");
+  sub_ = Flags::subcommand(app, "bench", "prefill/decode speed, per-token latency and memory along an endless stream");
+  model_.add(sub_);
+  policy_.add(sub_, false);
+  sub_.add("--prefill", prefill_, "prompt lengths for prefill throughput").show_default();
+  sub_.add("--positions", positions_, "stream positions at which decode is measured").show_default();
+  sub_.add("--samples", samples_, "decode steps timed at each position").range(1, 1 << 20).show_default();
+  sub_.add("--compare", compare_,
+           "baseline to compare per-token time against: recompute:L, or another cache policy decoded in "
+           "alternation at the first --positions position (e.g. h2o:4:126:126 against sinks:4:252)");
+  sub_.add("--pair", pair_,
+           "two stream positions A,B decoded in alternation (one step each, same machine state): "
+           "per-token p50/p99 at B vs A, e.g. 10000,1000000");
+  sub_.add("--kv-types", kv_types_,
+           "KV cache types decoded in alternation at the first --positions position (one step each, same "
+           "machine state): per-token p50 and KV bytes per token of each, e.g. f32,f16,bf16,q8_0,q4_0");
+  sub_.add("--batch", batch_,
+           "batched decode: sequence counts decoding together, e.g. 1,16,64 (aggregate tok/s vs the first)");
+  sub_.add("--batch-context", batch_context_, "tokens each batched sequence holds before timing")
+      .range(1, 1 << 20)
+      .show_default();
+  sub_.flag("--bandwidth", bandwidth_,
+            "probe memory read bandwidth and report decode as a share of bandwidth / weight bytes per token; then "
+            "--samples more decode steps, each followed by a plain sweep over the same weights (the paired "
+            "share: median sweep time / step time)");
+  sub_.add("--seed", seed_, "seed of the random token stream").show_default();
+  sub_.flag("--json", json_, "print results as JSON");
 }
 
 int BenchCommand::run() {

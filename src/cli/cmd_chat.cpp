@@ -231,21 +231,20 @@ const char* kHelp =
 }  // namespace
 
 ChatCommand::ChatCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("chat",
-                            "chat with a model in the terminal, endlessly (sinks policy); piped stdin: one "
-                            "user turn per line, answers on stdout");
-  model_.add(*sub_);
-  policy_.add(*sub_, false);
-  auto* sys = sub_->add_option("-s,--system", system_, "system prompt (it becomes part of the attention sinks' turn)");
-  sub_->add_option("-f,--file", system_file_, "read the system prompt from a file (llama.cpp's -f)")->excludes(sys);
-  sub_->add_option("--chat-template", chat_template_,
-                   "force a template: plain, llama-2, llama-3, chatml, mistral, zephyr (default: the model's)");
-  sub_->add_option("-n,--n-predict", n_predict_, "most tokens per answer (-1: until the model ends its turn)")
-      ->capture_default_str();
-  add_sampling_flags(*sub_, sampling_);
-  sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
-  sub_->add_flag("--no-status", no_status_, "no status line after each answer (terminal only)");
-  sub_->footer(std::string("Commands:\n") + kHelp);
+  sub_ = Flags::subcommand(app, "chat",
+                           "chat with a model in the terminal, endlessly (sinks policy); piped stdin: one "
+                           "user turn per line, answers on stdout");
+  model_.add(sub_);
+  policy_.add(sub_, false);
+  auto sys = sub_.add("-s,--system", system_, "system prompt (it becomes part of the attention sinks' turn)");
+  sub_.add("-f,--file", system_file_, "read the system prompt from a file (llama.cpp's -f)").excludes(sys);
+  sub_.add("--chat-template", chat_template_,
+           "force a template: plain, llama-2, llama-3, chatml, mistral, zephyr (default: the model's)");
+  sub_.add("-n,--n-predict", n_predict_, "most tokens per answer (-1: until the model ends its turn)").show_default();
+  add_sampling_flags(sub_, sampling_);
+  sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
+  sub_.flag("--no-status", no_status_, "no status line after each answer (terminal only)");
+  sub_.footer(std::string("Commands:\n") + kHelp);
 }
 
 int ChatCommand::run() {

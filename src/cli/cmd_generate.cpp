@@ -39,17 +39,16 @@ class RecentTokens {
 }  // namespace
 
 GenerateCommand::GenerateCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("generate", "stream text from a model (endless with a sinks policy)");
-  model_.add(*sub_);
-  policy_.add(*sub_, false);
-  auto* p = sub_->add_option("-p,--prompt", prompt_, "prompt text (default: start from BOS)");
-  sub_->add_option("-f,--file", prompt_file_, "read the prompt from a file (llama.cpp's -f)")->excludes(p);
-  sub_->add_option("-n,--n-predict", n_new_,
-                   "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
-  add_sampling_flags(*sub_, sampling_);
-  sub_->add_flag("--ids", ids_, "print generated token ids, one per line, instead of text");
-  sub_->add_flag("--ignore-eos", ignore_eos_, "keep generating past end-of-sequence");
-  sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
+  sub_ = Flags::subcommand(app, "generate", "stream text from a model (endless with a sinks policy)");
+  model_.add(sub_);
+  policy_.add(sub_, false);
+  auto p = sub_.add("-p,--prompt", prompt_, "prompt text (default: start from BOS)");
+  sub_.add("-f,--file", prompt_file_, "read the prompt from a file (llama.cpp's -f)").excludes(p);
+  sub_.add("-n,--n-predict", n_new_, "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
+  add_sampling_flags(sub_, sampling_);
+  sub_.flag("--ids", ids_, "print generated token ids, one per line, instead of text");
+  sub_.flag("--ignore-eos", ignore_eos_, "keep generating past end-of-sequence");
+  sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
 }
 
 int GenerateCommand::run() {

@@ -113,20 +113,20 @@ void write_vocab(GgufWriter& w, int vocab) {
 }  // namespace
 
 MakeModelCommand::MakeModelCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("make-model", "write a random-weight GGUF with a real architecture's shapes (for speed)");
+  sub_ =
+      Flags::subcommand(app, "make-model", "write a random-weight GGUF with a real architecture's shapes (for speed)");
   std::string names;
   for (const auto& [k, v] : shapes()) names += (names.empty() ? "" : "|") + k;
-  sub_->add_option("--shape", shape_, names)->required();
-  sub_->add_option("--type", type_,
-                   "weight type: f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|mxfp4, or q4_k_m / q5_k_m (llama.cpp's mixes: "
-                   "Q4_K / Q5_K, with Q6_K for the output and for attn_v/ffn_down in the layers it gives more bits)")
-      ->capture_default_str();
-  sub_->add_option("--seed", seed_, "random seed (same seed, same file)")->capture_default_str();
-  sub_->add_option("--layers", layers_, "override the layer count (smaller files for tests)");
-  sub_->add_option("--vocab", vocab_, "override the vocabulary size (smaller files for tests)");
-  sub_->add_option("--expert-type", expert_type_, "MoE expert weight type (gpt-oss files ship MXFP4)")
-      ->capture_default_str();
-  sub_->add_option("-o,--output", output_, "output .gguf path")->required();
+  sub_.add("--shape", shape_, names).required();
+  sub_.add("--type", type_,
+           "weight type: f32|f16|bf16|q8_0|q4_0|q4_k|q5_k|q6_k|mxfp4, or q4_k_m / q5_k_m (llama.cpp's mixes: "
+           "Q4_K / Q5_K, with Q6_K for the output and for attn_v/ffn_down in the layers it gives more bits)")
+      .show_default();
+  sub_.add("--seed", seed_, "random seed (same seed, same file)").show_default();
+  sub_.add("--layers", layers_, "override the layer count (smaller files for tests)");
+  sub_.add("--vocab", vocab_, "override the vocabulary size (smaller files for tests)");
+  sub_.add("--expert-type", expert_type_, "MoE expert weight type (gpt-oss files ship MXFP4)").show_default();
+  sub_.add("-o,--output", output_, "output .gguf path").required();
 }
 
 int MakeModelCommand::run() {

@@ -137,20 +137,18 @@ Status write_plot(const std::string& path, const std::vector<PolicyRun>& runs, c
 }  // namespace
 
 PerplexityCommand::PerplexityCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("perplexity", "per-token NLL / perplexity of a long text under KV policies");
-  model_.add(*sub_);
-  policy_.add(*sub_, true);
-  auto* f = sub_->add_option("-f,--file", text_file_, "text file (TinyStories stories joined, or --raw)");
-  auto* tf = sub_->add_option("--tokens-file", tokens_file_, "token ids, one per line");
-  f->excludes(tf);
-  sub_->add_flag("--raw", raw_, "tokenize the file as-is instead of joining <|endoftext|> stories");
-  sub_->add_option("--limit", limit_, "use at most N tokens")->check(CLI::NonNegativeNumber);
-  sub_->add_option("--segment", segment_, "tokens per segment in the summary")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--nll-out", nll_out_, "write per-token NLL ({policy} in the name expands per policy)");
-  sub_->add_option("--csv", csv_, "write per-token NLL of every policy as CSV");
-  sub_->add_option("--plot", plot_, "write an SVG chart of perplexity against tokens");
+  sub_ = Flags::subcommand(app, "perplexity", "per-token NLL / perplexity of a long text under KV policies");
+  model_.add(sub_);
+  policy_.add(sub_, true);
+  auto f = sub_.add("-f,--file", text_file_, "text file (TinyStories stories joined, or --raw)");
+  auto tf = sub_.add("--tokens-file", tokens_file_, "token ids, one per line");
+  f.excludes(tf);
+  sub_.flag("--raw", raw_, "tokenize the file as-is instead of joining <|endoftext|> stories");
+  sub_.add("--limit", limit_, "use at most N tokens").non_negative();
+  sub_.add("--segment", segment_, "tokens per segment in the summary").positive().show_default();
+  sub_.add("--nll-out", nll_out_, "write per-token NLL ({policy} in the name expands per policy)");
+  sub_.add("--csv", csv_, "write per-token NLL of every policy as CSV");
+  sub_.add("--plot", plot_, "write an SVG chart of perplexity against tokens");
 }
 
 int PerplexityCommand::run() {

@@ -50,17 +50,17 @@ int run_export(const std::string& in, const std::string& out, const QuantTarget&
 }  // namespace
 
 QuantizeCommand::QuantizeCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("quantize",
-                            "quantize a model (F32/F16/BF16 GGUF or HF directory) to a GGUF of llama.cpp's types, with "
-                            "ggml's choice of scales and llama.cpp's per-tensor rules");
-  sub_->add_option("input", in_, "model: .gguf or HF directory")->required();
-  sub_->add_option("output", out_, "output .gguf")->required();
-  sub_->add_option("type", type_, quant_target_names())->required();
-  sub_->add_option("-t,--threads", threads_, "worker threads (default: all cores)")->check(CLI::Range(1, 256));
-  sub_->add_flag("--pure", pure_, "every quantized tensor the same type: no K-quant mixes, no Q6_K output");
-  sub_->add_flag("--allow-requantize", allow_requantize_,
-                 "accept already-quantized tensors (decoded, then quantized again: precision is lost twice)");
-  sub_->footer(
+  sub_ = Flags::subcommand(app, "quantize",
+                           "quantize a model (F32/F16/BF16 GGUF or HF directory) to a GGUF of llama.cpp's types, with "
+                           "ggml's choice of scales and llama.cpp's per-tensor rules");
+  sub_.add("input", in_, "model: .gguf or HF directory").required();
+  sub_.add("output", out_, "output .gguf").required();
+  sub_.add("type", type_, quant_target_names()).required();
+  sub_.add("-t,--threads", threads_, "worker threads (default: all cores)").range(1, 256);
+  sub_.flag("--pure", pure_, "every quantized tensor the same type: no K-quant mixes, no Q6_K output");
+  sub_.flag("--allow-requantize", allow_requantize_,
+            "accept already-quantized tensors (decoded, then quantized again: precision is lost twice)");
+  sub_.footer(
       "Rules as llama.cpp's llama-quantize (no importance matrix): norms and biases stay F32; the output matrix "
       "takes Q6_K (Q8_0 for q8_0); q4_k_m/q5_k_m give attn_v and ffn_down Q6_K in the first and last eighth of the "
       "layers and every third between; rows that do not fit a type's block fall back (Q4_K->Q5_0, Q5_K->Q5_1, "
@@ -76,18 +76,18 @@ int QuantizeCommand::run() {
 }
 
 ConvertCommand::ConvertCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("convert",
-                            "convert a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) to "
-                            "GGUF, with the tokenizer and chat template in llama.cpp's keys");
-  sub_->add_option("input", in_, "HF model directory")->required();
-  sub_->add_option("output", out_, "output .gguf")->required();
-  sub_->add_option("--outtype", outtype_,
-                   "weight type: auto (as stored: lossless), f32, f16, bf16, or any quantize type (" +
-                       quant_target_names() + ")")
-      ->capture_default_str();
-  sub_->add_option("--chat-template", chat_template_,
-                   "file with a Jinja chat template to embed (default: tokenizer_config.json's, if any)");
-  sub_->add_option("-t,--threads", threads_, "worker threads (default: all cores)")->check(CLI::Range(1, 256));
+  sub_ = Flags::subcommand(app, "convert",
+                           "convert a Hugging Face model directory (config.json, *.safetensors, tokenizer.json) to "
+                           "GGUF, with the tokenizer and chat template in llama.cpp's keys");
+  sub_.add("input", in_, "HF model directory").required();
+  sub_.add("output", out_, "output .gguf").required();
+  sub_.add("--outtype", outtype_,
+           "weight type: auto (as stored: lossless), f32, f16, bf16, or any quantize type (" + quant_target_names() +
+               ")")
+      .show_default();
+  sub_.add("--chat-template", chat_template_,
+           "file with a Jinja chat template to embed (default: tokenizer_config.json's, if any)");
+  sub_.add("-t,--threads", threads_, "worker threads (default: all cores)").range(1, 256);
 }
 
 int ConvertCommand::run() {

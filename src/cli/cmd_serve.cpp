@@ -14,65 +14,56 @@
 namespace ss::cli {
 
 ServeCommand::ServeCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("serve", "OpenAI-compatible server with endless sessions and continuous batching");
-  model_.add(*sub_);
-  policy_.add(*sub_, false);
-  sub_->add_option("--host", host_, "address to bind")->capture_default_str();
-  sub_->add_option("--port", port_, "port (0: any free port, printed on start)")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  sub_->add_option("--api-key", api_key_, "require 'Authorization: Bearer KEY' on /v1/*");
-  sub_->add_option("--max-sessions", max_sessions_,
-                   "most sessions kept (idle ones leave the KV pool for disk under pressure)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--max-batch", max_batch_, "most requests per batched step")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--max-queue", max_queue_, "most waiting requests (more get 429)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: 64 sequences' worth)");
-  sub_->add_option("--state-dir", state_dir_, "persist sessions here after every turn; restored on start");
-  sub_->add_option("--replica-id", replica_id_,
-                   "this replica's name in the X-Sinkstream-Replica header of every response (default: host:port)");
-  sub_->add_flag("--shared-state", shared_state_,
-                 "replicas share --state-dir (a directory on shared storage): each session turn takes a lease there, "
-                 "reloads the session when another replica served its last turn, and never overwrites a newer save "
-                 "(docs/SCALING.md)");
-  sub_->add_option("--lease-wait", lease_wait_, "seconds a turn waits for its session's lease (then 409)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  sub_->add_option("--spill-dir", spill_dir_,
-                   "without --state-dir: where idle sessions go when the KV pool is needed (default: a private "
-                   "temporary directory, removed at exit)");
-  sub_->add_option("--max-connections", max_connections_, "most open connections (more are closed at accept)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--header-timeout", header_timeout_, "seconds from a request's first byte to its last header")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--idle-timeout", idle_timeout_, "seconds a keep-alive connection may wait between requests")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub_->add_option("--drain-timeout", drain_,
-                   "on SIGTERM/SIGINT: seconds running requests may finish before they are cancelled")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
-  sub_->add_option("--allowed-host", allowed_hosts_,
-                   "a Host name accepted besides localhost/127.0.0.1/[::1] while bound to loopback (repeatable; "
-                   "other names are refused against DNS rebinding)");
-  sub_->add_option("--chat-template", chat_template_,
-                   "force a chat format: plain, llama-2, llama-3, chatml, mistral, zephyr");
-  sub_->add_option("--max-body", max_body_, "largest request body in bytes")->capture_default_str();
-  sub_->add_option("--max-prompt-tokens", max_prompt_tokens_, "largest prompt in tokens")->capture_default_str();
-  sub_->add_option("--max-tokens-limit", max_tokens_limit_, "cap on max_tokens per request (0: none)")
-      ->capture_default_str();
-  sub_->add_option("--default-max-tokens", default_max_tokens_,
-                   "max_tokens of a non-stream request that sets none (0: until EOS or stop; streams without "
-                   "max_tokens are endless and end when the client disconnects)")
-      ->check(CLI::Range(0LL, 1LL << 40))
-      ->capture_default_str();
+  sub_ = Flags::subcommand(app, "serve", "OpenAI-compatible server with endless sessions and continuous batching");
+  model_.add(sub_);
+  policy_.add(sub_, false);
+  sub_.add("--host", host_, "address to bind").show_default();
+  sub_.add("--port", port_, "port (0: any free port, printed on start)").range(0, 65535).show_default();
+  sub_.add("--api-key", api_key_, "require 'Authorization: Bearer KEY' on /v1/*");
+  sub_.add("--max-sessions", max_sessions_, "most sessions kept (idle ones leave the KV pool for disk under pressure)")
+      .positive()
+      .show_default();
+  sub_.add("--max-batch", max_batch_, "most requests per batched step").positive().show_default();
+  sub_.add("--max-queue", max_queue_, "most waiting requests (more get 429)").positive().show_default();
+  sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: 64 sequences' worth)");
+  sub_.add("--state-dir", state_dir_, "persist sessions here after every turn; restored on start");
+  sub_.add("--replica-id", replica_id_,
+           "this replica's name in the X-Sinkstream-Replica header of every response (default: host:port)");
+  sub_.flag("--shared-state", shared_state_,
+            "replicas share --state-dir (a directory on shared storage): each session turn takes a lease there, "
+            "reloads the session when another replica served its last turn, and never overwrites a newer save "
+            "(docs/SCALING.md)");
+  sub_.add("--lease-wait", lease_wait_, "seconds a turn waits for its session's lease (then 409)")
+      .non_negative()
+      .show_default();
+  sub_.add("--spill-dir", spill_dir_,
+           "without --state-dir: where idle sessions go when the KV pool is needed (default: a private "
+           "temporary directory, removed at exit)");
+  sub_.add("--max-connections", max_connections_, "most open connections (more are closed at accept)")
+      .positive()
+      .show_default();
+  sub_.add("--header-timeout", header_timeout_, "seconds from a request's first byte to its last header")
+      .positive()
+      .show_default();
+  sub_.add("--idle-timeout", idle_timeout_, "seconds a keep-alive connection may wait between requests")
+      .positive()
+      .show_default();
+  sub_.add("--drain-timeout", drain_,
+           "on SIGTERM/SIGINT: seconds running requests may finish before they are cancelled")
+      .non_negative()
+      .show_default();
+  sub_.add("--allowed-host", allowed_hosts_,
+           "a Host name accepted besides localhost/127.0.0.1/[::1] while bound to loopback (repeatable; "
+           "other names are refused against DNS rebinding)");
+  sub_.add("--chat-template", chat_template_, "force a chat format: plain, llama-2, llama-3, chatml, mistral, zephyr");
+  sub_.add("--max-body", max_body_, "largest request body in bytes").show_default();
+  sub_.add("--max-prompt-tokens", max_prompt_tokens_, "largest prompt in tokens").show_default();
+  sub_.add("--max-tokens-limit", max_tokens_limit_, "cap on max_tokens per request (0: none)").show_default();
+  sub_.add("--default-max-tokens", default_max_tokens_,
+           "max_tokens of a non-stream request that sets none (0: until EOS or stop; streams without "
+           "max_tokens are endless and end when the client disconnects)")
+      .range(0LL, 1LL << 40)
+      .show_default();
 }
 
 int ServeCommand::run() {

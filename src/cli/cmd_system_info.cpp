@@ -8,9 +8,9 @@
 namespace ss::cli {
 
 SystemInfoCommand::SystemInfoCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("system-info",
-                            "print the CPU, its features, the SINKSTREAM_CPU cap and the kernels each path uses");
-  sub_->add_flag("--json", json_, "print as JSON");
+  sub_ = Flags::subcommand(app, "system-info",
+                           "print the CPU, its features, the SINKSTREAM_CPU cap and the kernels each path uses");
+  sub_.flag("--json", json_, "print as JSON");
 }
 
 int SystemInfoCommand::run() {

@@ -20,9 +20,9 @@ Result<Vocab> load_vocab(const std::string& model, const std::string& tokenizer)
   return m->vocab;
 }
 
-void add_vocab_flags(CLI::App* sub, std::string& model, std::string& tokenizer) {
-  sub->add_option("-m,--model", model, "model whose tokenizer to use (default: the bundled model)");
-  sub->add_option("-z,--tokenizer", tokenizer, "llama2.c tokenizer.bin (alone: no model needed)");
+void add_vocab_flags(Flags& sub, std::string& model, std::string& tokenizer) {
+  sub.add("-m,--model", model, "model whose tokenizer to use (default: the bundled model)");
+  sub.add("-z,--tokenizer", tokenizer, "llama2.c tokenizer.bin (alone: no model needed)");
 }
 
 // Printable piece: control characters escaped so one token stays on one line.
@@ -49,16 +49,16 @@ std::string printable(const std::string& s) {
 }  // namespace
 
 TokenizeCommand::TokenizeCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("tokenize", "show how text tokenizes: id -> 'piece' per token, or --ids");
+  sub_ = Flags::subcommand(app, "tokenize", "show how text tokenizes: id -> 'piece' per token, or --ids");
   add_vocab_flags(sub_, model_, tokenizer_);
-  sub_->add_option("-p,--prompt", prompt_, "text to tokenize");
-  sub_->add_option("-f,--file", file_, "read the text from a file (as is, no newline stripped)");
-  sub_->add_flag("--stdin", stdin_, "read the text from standard input");
-  sub_->add_flag("--ids", ids_, "print only the ids, as [1, 2, 3]");
-  sub_->add_flag("--show-count", count_, "print the number of tokens last");
-  sub_->add_flag("--no-bos", no_bos_, "do not add the BOS token the tokenizer would add");
-  sub_->add_flag("--no-parse-special", no_parse_special_,
-                 "treat special-token texts such as <s> as plain text (default: they become their tokens)");
+  sub_.add("-p,--prompt", prompt_, "text to tokenize");
+  sub_.add("-f,--file", file_, "read the text from a file (as is, no newline stripped)");
+  sub_.flag("--stdin", stdin_, "read the text from standard input");
+  sub_.flag("--ids", ids_, "print only the ids, as [1, 2, 3]");
+  sub_.flag("--show-count", count_, "print the number of tokens last");
+  sub_.flag("--no-bos", no_bos_, "do not add the BOS token the tokenizer would add");
+  sub_.flag("--no-parse-special", no_parse_special_,
+            "treat special-token texts such as <s> as plain text (default: they become their tokens)");
 }
 
 int TokenizeCommand::run() {
@@ -69,7 +69,7 @@ int TokenizeCommand::run() {
     text = t.value();
   } else if (stdin_) {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else if (prompt_.empty() && !sub_->count("--prompt")) {
+  } else if (prompt_.empty() && !sub_.count("--prompt")) {
     return fail("tokenize: give the text with -p TEXT, -f FILE or --stdin");
   }
   auto v = load_vocab(model_, tokenizer_);
@@ -91,9 +91,9 @@ int TokenizeCommand::run() {
 }
 
 DetokenizeCommand::DetokenizeCommand(CLI::App& app) {
-  sub_ = app.add_subcommand("detokenize", "turn token ids back into text (ids as arguments, or on stdin)");
+  sub_ = Flags::subcommand(app, "detokenize", "turn token ids back into text (ids as arguments, or on stdin)");
   add_vocab_flags(sub_, model_, tokenizer_);
-  sub_->add_option("ids", ids_, "token ids: 1 2 3, or [1, 2, 3] (default: read from stdin)");
+  sub_.add("ids", ids_, "token ids: 1 2 3, or [1, 2, 3] (default: read from stdin)");
 }
 
 int DetokenizeCommand::run() {

@@ -1,5 +1,4 @@
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
 
 #include "cli/common.h"
@@ -10,11 +9,11 @@ namespace ss::cli {
 class GenerateCommand {
  public:
   explicit GenerateCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   ModelFlags model_;
   PolicyFlags policy_;
   SamplingParams sampling_;
@@ -28,11 +27,11 @@ class GenerateCommand {
 class PerplexityCommand {
  public:
   explicit PerplexityCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   ModelFlags model_;
   PolicyFlags policy_;
   std::string text_file_;
@@ -48,11 +47,11 @@ class PerplexityCommand {
 class AttentionCommand {
  public:
   explicit AttentionCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   ModelFlags model_;
   PolicyFlags policy_;
   std::string prompt_, file_, svg_, svg_map_, kept_;
@@ -68,11 +67,11 @@ class AttentionCommand {
 class BenchCommand {
  public:
   explicit BenchCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   ModelFlags model_;
   PolicyFlags policy_;
   std::string prefill_ = "64,256,1024";
@@ -91,11 +90,11 @@ class BenchCommand {
 class MakeModelCommand {
  public:
   explicit MakeModelCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   std::string shape_;
   std::string type_ = "q4_0";
   uint64_t seed_ = 1;
@@ -108,22 +107,22 @@ class MakeModelCommand {
 class SystemInfoCommand {
  public:
   explicit SystemInfoCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   bool json_ = false;
 };
 
 class ServeCommand {
  public:
   explicit ServeCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   ModelFlags model_;
   PolicyFlags policy_;
   std::string host_ = "127.0.0.1";
@@ -143,11 +142,11 @@ class ServeCommand {
 class ChatCommand {
  public:
   explicit ChatCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   ModelFlags model_;
   PolicyFlags policy_;
   SamplingParams sampling_;
@@ -161,11 +160,11 @@ class ChatCommand {
 class QuantizeCommand {
  public:
   explicit QuantizeCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   std::string in_, out_, type_;
   int threads_ = 0;
   bool pure_ = false, allow_requantize_ = false;
@@ -175,11 +174,11 @@ class QuantizeCommand {
 class ConvertCommand {
  public:
   explicit ConvertCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   std::string in_, out_, outtype_ = "auto", chat_template_;
   int threads_ = 0;
 };
@@ -188,11 +187,11 @@ class ConvertCommand {
 class TokenizeCommand {
  public:
   explicit TokenizeCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   std::string model_, tokenizer_, prompt_, file_;
   bool ids_ = false, count_ = false, no_bos_ = false, no_parse_special_ = false, stdin_ = false;
 };
@@ -200,11 +199,11 @@ class TokenizeCommand {
 class DetokenizeCommand {
  public:
   explicit DetokenizeCommand(CLI::App& app);
-  bool selected() const { return sub_->parsed(); }
+  bool selected() const { return sub_.parsed(); }
   int run();
 
  private:
-  CLI::App* sub_;
+  Flags sub_;
   std::string model_, tokenizer_;
   std::vector<std::string> ids_;
 };

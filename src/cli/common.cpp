@@ -20,19 +20,18 @@ std::string default_model_path() {
   return shared_dir() + "/models/stories260K/stories260K.gguf";
 }
 
-void ModelFlags::add(CLI::App& app) {
+void ModelFlags::add(Flags& app) {
   model = default_model_path();
-  app.add_option("-m,--model", model, "model: .gguf, llama2.c .bin, or HF directory ($SINKSTREAM_MODEL)")
-      ->capture_default_str();
-  app.add_option("-z,--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: next to the model)");
-  app.add_option("-t,--threads", threads, "worker threads")->check(CLI::Range(1, 256))->capture_default_str();
-  app.add_option("--act-quant", act_quant,
-                 "activations meeting Q4_0/Q8_0/Q4_K/Q5_K/Q6_K weights: int8 (default: rounded per block of 32 as "
-                 "llama.cpp does, on AVX-512 VNNI/AMX or AVX2; the float path on older CPUs), none (exact floats: "
-                 "the reference path) or fast (int8 for 1-3 rows; batches of 4+ rows as bf16 weights x bf16 "
-                 "activations on AMX-BF16 for Q4_0/Q8_0). F32/F16/BF16 weights always take the float path")
-      ->check(CLI::IsMember({"none", "int8", "fast"}))
-      ->capture_default_str();
+  app.add("-m,--model", model, "model: .gguf, llama2.c .bin, or HF directory ($SINKSTREAM_MODEL)").show_default();
+  app.add("-z,--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: next to the model)");
+  app.add("-t,--threads", threads, "worker threads").range(1, 256).show_default();
+  app.add("--act-quant", act_quant,
+          "activations meeting Q4_0/Q8_0/Q4_K/Q5_K/Q6_K weights: int8 (default: rounded per block of 32 as "
+          "llama.cpp does, on AVX-512 VNNI/AMX or AVX2; the float path on older CPUs), none (exact floats: "
+          "the reference path) or fast (int8 for 1-3 rows; batches of 4+ rows as bf16 weights x bf16 "
+          "activations on AMX-BF16 for Q4_0/Q8_0). F32/F16/BF16 weights always take the float path")
+      .one_of({"none", "int8", "fast"})
+      .show_default();
 }
 
 Result<std::shared_ptr<const Model>> ModelFlags::load() const {
@@ -43,32 +42,30 @@ Result<std::shared_ptr<const Model>> ModelFlags::load() const {
   return with_kernel_layouts(std::move(m), activation_quant());  // once, shared by every engine
 }
 
-void PolicyFlags::add(CLI::App& app, bool many) {
+void PolicyFlags::add(Flags& app, bool many) {
   if (many)
-    app.add_option("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L (repeatable)");
+    app.add("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L (repeatable)");
   else
-    app.add_option("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L")->expected(1);
-  app.add_option("--sinks", sinks, "shorthand: sinks:S:W with --window")->check(CLI::Range(0, 1 << 20));
-  app.add_option("--window", window, "shorthand: window size W")->check(CLI::Range(1, 1 << 24));
-  app.add_option("-c,--ctx-size", ctx_size,
-                 "llama.cpp's -c: tokens the cache holds, sinks included (sinks:S:(N-S); S from --keep/--sinks, "
-                 "default 4). Unlike llama.cpp, generation goes on past N: the oldest non-sink tokens are evicted")
-      ->check(CLI::Range(2LL, 1LL << 24));
-  app.add_option("--keep", keep,
-                 "llama.cpp's --keep: tokens kept from the start for ever = the attention sinks (same as --sinks). "
-                 "Unlike llama.cpp, -1 (keep the whole prompt) is not supported")
-      ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--chunk", chunk, "prefill chunk size (tokens per step)")
-      ->check(CLI::Range(1, 1 << 16))
-      ->capture_default_str();
-  app.add_option("--sink-logit", sink_logit,
-                 "add a virtual sink with this logit to every head's softmax (0 = softmax1; on top of learned sinks)")
-      ->check(CLI::Range(-1000.0, 1000.0));
-  app.add_option("--kv-type", kv_type,
-                 "KV cache element type: f32, f16, bf16, q8_0, q4_0 (ggml's blocks of 32; the rows a model caches "
-                 "must be a multiple of 32 wide)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}))
-      ->capture_default_str();
+    app.add("--policy", policies, "KV policy: dense, window:W, sinks:S:W, recompute:L").expected(1);
+  app.add("--sinks", sinks, "shorthand: sinks:S:W with --window").range(0, 1 << 20);
+  app.add("--window", window, "shorthand: window size W").range(1, 1 << 24);
+  app.add("-c,--ctx-size", ctx_size,
+          "llama.cpp's -c: tokens the cache holds, sinks included (sinks:S:(N-S); S from --keep/--sinks, "
+          "default 4). Unlike llama.cpp, generation goes on past N: the oldest non-sink tokens are evicted")
+      .range(2LL, 1LL << 24);
+  app.add("--keep", keep,
+          "llama.cpp's --keep: tokens kept from the start for ever = the attention sinks (same as --sinks). "
+          "Unlike llama.cpp, -1 (keep the whole prompt) is not supported")
+      .range(0, 1 << 20);
+  app.add("--chunk", chunk, "prefill chunk size (tokens per step)").range(1, 1 << 16).show_default();
+  app.add("--sink-logit", sink_logit,
+          "add a virtual sink with this logit to every head's softmax (0 = softmax1; on top of learned sinks)")
+      .range(-1000.0, 1000.0);
+  app.add("--kv-type", kv_type,
+          "KV cache element type: f32, f16, bf16, q8_0, q4_0 (ggml's blocks of 32; the rows a model caches "
+          "must be a multiple of 32 wide)")
+      .one_of({"f32", "f16", "bf16", "q8_0", "q4_0"})
+      .show_default();
 }
 
 Result<EngineOptions> engine_options(const ModelFlags& m, const PolicyFlags& p, const ModelConfig& c) {
@@ -133,14 +130,14 @@ std::string version_string() {
   return std::string("sinkstream ") + SS_VERSION + " (" + compiler + ", " + SS_BUILD_TYPE + ")";
 }
 
-void add_sampling_flags(CLI::App& app, SamplingParams& s) {
-  app.add_option("--temp", s.temperature, "temperature (0 = greedy)")->capture_default_str();
-  app.add_option("--top-k", s.top_k, "top-k (0 = off)")->capture_default_str();
-  app.add_option("--top-p", s.top_p, "top-p (1 = off)")->capture_default_str();
-  app.add_option("--min-p", s.min_p, "min-p (0 = off)")->capture_default_str();
-  app.add_option("--repeat-penalty", s.repeat_penalty, "repetition penalty (1 = off)")->capture_default_str();
-  app.add_option("--repeat-last-n", s.repeat_last_n, "tokens the penalty looks back")->capture_default_str();
-  app.add_option("--seed", s.seed, "random seed")->capture_default_str();
+void add_sampling_flags(Flags& app, SamplingParams& s) {
+  app.add("--temp", s.temperature, "temperature (0 = greedy)").show_default();
+  app.add("--top-k", s.top_k, "top-k (0 = off)").show_default();
+  app.add("--top-p", s.top_p, "top-p (1 = off)").show_default();
+  app.add("--min-p", s.min_p, "min-p (0 = off)").show_default();
+  app.add("--repeat-penalty", s.repeat_penalty, "repetition penalty (1 = off)").show_default();
+  app.add("--repeat-last-n", s.repeat_last_n, "tokens the penalty looks back").show_default();
+  app.add("--seed", s.seed, "random seed").show_default();
 }
 
 std::string format_rate(double v) {

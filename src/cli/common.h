@@ -1,11 +1,11 @@
 #pragma once
 // Shared CLI plumbing: default model paths, model loading flags, policy flags.
-#include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "cli/flags.h"
 #include "kv/policy.h"
 #include "model/model.h"
 #include "ops/matmul.h"
@@ -24,7 +24,7 @@ struct ModelFlags {
   std::string tokenizer;
   int threads = 1;
   std::string act_quant = "int8";  // llama.cpp's arithmetic; "none" is the exact reference
-  void add(CLI::App& app);
+  void add(Flags& app);
   ActQuant activation_quant() const {
     return act_quant == "int8" ? ActQuant::Int8 : act_quant == "fast" ? ActQuant::Fast : ActQuant::None;
   }
@@ -40,7 +40,7 @@ struct PolicyFlags {
   int chunk = 64;
   std::optional<float> sink_logit;  // --sink-logit: a virtual sink in every head
   std::string kv_type = "f16";      // --kv-type: the KV cache's element type
-  void add(CLI::App& app, bool many);
+  void add(Flags& app, bool many);
   // Policies named by --policy (or --sinks/--window), defaulting to sinks:4:(ctx-4).
   Result<std::vector<StreamMode>> resolve(int64_t trained_context) const;
 };
@@ -51,7 +51,7 @@ struct PolicyFlags {
 Result<EngineOptions> engine_options(const ModelFlags& m, const PolicyFlags& p, const ModelConfig& c);
 
 // --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed.
-void add_sampling_flags(CLI::App& app, SamplingParams& s);
+void add_sampling_flags(Flags& app, SamplingParams& s);
 
 std::string format_rate(double per_second);
 
