@@ -46,10 +46,15 @@ levels=()
 usable="$(./build/release/sinkstream system-info | grep '^usable:')"
 if [[ "$usable" == *AMX* ]]; then levels+=(avx512); fi
 if [[ "$usable" == *AVX2* ]]; then levels+=(avx2); fi
+# Not repeated there: what no dispatch level changes (the layering script,
+# the OpenAI-client and nginx-fleet protocol tests, the 200k-token stream's
+# cache bookkeeping; the kernels they run are the ones every other test
+# there runs): 46 s of the pass's 136 s of test time on the 2-core VM.
+same_at_every_level='^(layering|e2e_openai_client_and_browser|cluster_failover|LongRun\..*)$'
 for level in "${levels[@]}"; do
   phase "release suite under SINKSTREAM_CPU=$level"
   SINKSTREAM_CPU=$level ./build/release/sinkstream system-info | grep -E '^(cap|float|vector|int8|fast)'
-  SINKSTREAM_CPU=$level ctest --preset release -j"$jobs"
+  SINKSTREAM_CPU=$level ctest --preset release -j"$jobs" -E "$same_at_every_level"
 done
 if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
   phase "ASan build"
