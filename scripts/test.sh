@@ -3,8 +3,9 @@
 #  1. Release build: the whole suite (unit, golden, CLI, server, fault, e2e,
 #     fuzz-regression replays), once at the CPU's native level and again
 #     under each lower dispatch level (SINKSTREAM_CPU=avx512 where the CPU
-#     has AMX, then avx2), so every kernel family this machine can run is
-#     exercised end to end, whichever CPU CI lands on.
+#     has AMX, then avx2; less the few tests no level changes), so every
+#     kernel family this machine can run is exercised end to end, whichever
+#     CPU CI lands on.
 #  2. clang Debug (asserts on, -O1 so the numeric tests run in minutes) +
 #     ASan/UBSan + libFuzzer coverage (the `asan` preset): the same suite but
 #     the 200k-token long run and the full golden-NLL sweeps (tens of minutes
