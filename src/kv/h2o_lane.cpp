@@ -6,7 +6,7 @@
 
 namespace ss {
 
-H2oLane::H2oLane(int n_slots) : n_slots_(n_slots) {
+H2oLane::H2oLane(int n_slots) {
   SS_CHECK(n_slots > 0);
   for (int32_t s = 0; s < n_slots; ++s) free_.push(s);
 }

@@ -39,7 +39,6 @@ class H2oLane {
   const std::vector<H2oEntry>& entries() const { return entries_; }
 
  private:
-  int n_slots_;
   std::vector<H2oEntry> entries_;  // text order
   std::priority_queue<int32_t, std::vector<int32_t>, std::greater<>> free_;
 };

@@ -14,7 +14,7 @@
 #include "util/fp16.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "ops/x86_intrinsics.h"
 #endif
 
 namespace ss {

@@ -8,7 +8,7 @@
 #include "util/check.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "ops/x86_intrinsics.h"
 #endif
 
 namespace ss {

@@ -9,7 +9,7 @@
 #include "util/check.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "ops/x86_intrinsics.h"
 #endif
 
 namespace ss {

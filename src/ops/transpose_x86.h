@@ -2,7 +2,7 @@
 // 16 x 16 transpose of 32-bit elements in AVX-512 registers, shared by the
 // tile kernels (packing bf16 activations, writing tile sums out).
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "ops/x86_intrinsics.h"
 
 namespace ss {
 

@@ -49,7 +49,9 @@ TEST(SequenceKv, RunsAreTheSlotsSplitAtBlockAndSinkEnds) {
               ASSERT_EQ(want.offset, off + k);
             }
             const int64_t last = first + count;
-            if (last < end && last != p.sinks) ASSERT_EQ(s.slot(last).offset, 0) << "run not maximal";
+            if (last < end && last != p.sinks) {
+              ASSERT_EQ(s.slot(last).offset, 0) << "run not maximal";
+            }
             next = last;
           });
           ASSERT_EQ(next, std::max(begin, end));

@@ -212,11 +212,14 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
                 ASSERT_NE(kernel, MatmulKernel::Float) << what;
                 for (size_t o = 0; o < y.size(); ++o) {
                   ASSERT_NEAR(y[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " out=" << o;
-                  if (plain_int8)
+                  if (plain_int8) {
                     ASSERT_NEAR(plain[o], twin[o], 2e-6f * scale[o] + 1e-6f) << what << " plain out=" << o;
+                  }
                 }
               }
-              if (kernel == MatmulKernel::Int8Amx || kernel == MatmulKernel::Bf16Amx) EXPECT_EQ(y, plain) << what;
+              if (kernel == MatmulKernel::Int8Amx || kernel == MatmulKernel::Bf16Amx) {
+                EXPECT_EQ(y, plain) << what;
+              }
               if (!plain_int8) {  // the float path on the plain rows: the exact reference
                 std::vector<float> exact(twin.size(), NAN);
                 matmul(w, x.data(), n, exact.data(), *pool, ActQuant::None);
@@ -282,7 +285,9 @@ TEST(Int8Matmul, AmxTilesFromInterleavedGroupsEqualTilesFromPlainRows) {
                                  " rt=" + std::to_string(rt);
         ASSERT_EQ(q_il, q_plain) << what;
         ASSERT_EQ(d_il, d_plain) << what;
-        if (k45) ASSERT_EQ(m_il, m_plain) << what;
+        if (k45) {
+          ASSERT_EQ(m_il, m_plain) << what;
+        }
         for (int m = 0; m < 16; ++m) {
           if (rt + m >= end) {
             for (size_t b = 0; b < nb; ++b) ASSERT_EQ(d_il[b * 16 + m], 0.0f) << what;

@@ -92,7 +92,7 @@ TEST(SinkSharing, RandomWorkloadEqualsFreshSchedulerPerSession) {
   for (int op = 0; op < 40; ++op) {
     const int kind = static_cast<int>(rng() % 10);
     if (kind < 6) {
-      const std::string id = "s" + std::to_string(rng() % 4);
+      const std::string id = std::string("s").append(std::to_string(rng() % 4));
       auto& tr = transcripts[id];
       Turn t{chunk(tr.empty()), static_cast<int64_t>(rng() % 6), ""};
       t.answer = turn(shared, t.tokens, id, t.max_tokens);
@@ -185,7 +185,7 @@ void random_workload_with_spills(GgmlType kv_type) {
       std::vector<Pending> batch;
       std::vector<std::string> ids;
       for (int k = 0; k < 3; ++k) {
-        const std::string id = "s" + std::to_string(rng() % 6);
+        const std::string id = std::string("s").append(std::to_string(rng() % 6));
         if (std::find(ids.begin(), ids.end(), id) != ids.end()) continue;
         ids.push_back(id);
         const bool first = transcripts[id].empty();

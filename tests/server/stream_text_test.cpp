@@ -90,7 +90,7 @@ TEST(StreamText, RandomPiecesMatchTheReferenceCut) {
       const bool stopped = st.push(std::string_view(all).substr(at, len));
       at += len;
       const std::string piece = st.take();
-      ASSERT_NO_THROW((void)nlohmann::json::parse(encode_json(nlohmann::json(piece))));
+      ASSERT_TRUE(nlohmann::json::accept(encode_json(nlohmann::json(piece))));
       out += piece;
       if (stopped) break;
     }
