@@ -7,7 +7,7 @@
 
 namespace ss {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)), claims_(static_cast<size_t>(n_threads_)) {
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
@@ -54,6 +54,12 @@ void run_part(const std::function<void(size_t, size_t)>& fn, size_t n, int parts
 }
 }  // namespace
 
+bool ThreadPool::claim(int part, uint32_t gen) {
+  uint32_t prev = gen - 1;
+  return claims_[static_cast<size_t>(part)].gen.compare_exchange_strong(prev, gen, std::memory_order_acq_rel,
+                                                                        std::memory_order_relaxed);
+}
+
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, int max_parts) {
   if (n == 0) return;
   int parts = max_parts > 0 ? std::min(max_parts, n_threads_) : n_threads_;
@@ -66,13 +72,22 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
   job_ = &fn;
   job_n_ = n;
   job_parts_ = parts;
-  // Every worker checks in, with a part or without: none may still be reading
-  // this job's fields when the next job overwrites them.
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  // Workers without a range this time find theirs already claimed.
+  for (int p = parts; p < n_threads_; ++p) SS_CHECK(claim(p, gen));
+  generation_.store(gen, std::memory_order_release);
   generation_.notify_all();
   run_part(fn, n, parts, 0);
-  for (int left = pending_.load(std::memory_order_acquire); left != 0;) left = await_change(pending_, left);
+  // The ranges whose workers have not started yet: run here.
+  int running = 0;
+  for (int p = 1; p < parts; ++p) {
+    if (claim(p, gen))
+      run_part(fn, n, parts, p);
+    else
+      ++running;
+  }
+  for (int d = done_.load(std::memory_order_acquire); d != running;) d = await_change(done_, d);
   busy_.store(false, std::memory_order_release);
 }
 
@@ -81,8 +96,12 @@ void ThreadPool::worker_loop(int index) {
   for (;;) {
     seen = await_change(generation_, seen);
     if (stop_) return;
-    if (index < job_parts_) run_part(*job_, job_n_, job_parts_, index);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    // Fails when the caller took this range (it ran out of its own work
+    // first) or the job is over: then nothing of the job is read.
+    if (!claim(index, seen)) continue;
+    run_part(*job_, job_n_, job_parts_, index);
+    done_.fetch_add(1, std::memory_order_release);
+    done_.notify_one();
   }
 }
 
