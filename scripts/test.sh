@@ -72,7 +72,11 @@ if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
   norand=(setarch "$(uname -m)" -R)
   "${norand[@]}" true 2>/dev/null || norand=()
   TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/util_tests
-  TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/server_tests
+  # Less one test: 48 sampled completions checked for UTF-8 handling, one
+  # client's requests one after another (the threads' interplay of every
+  # other server test), half of the TSan run's time for nothing TSan sees.
+  TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/server_tests \
+    --gtest_filter=-Server.ModelOutputThatIsNotUtf8NeverCrashesOrLosesTheAnswer
 fi
 if [[ "${SS_SKIP_FUZZ:-0}" != 1 ]]; then
   phase "fuzz build and gate"
