@@ -2,9 +2,9 @@
 // AVX-512 helpers that turn the interleaved layouts (ops/interleave.h) back
 // into rows, for the int8 and bf16 tile kernels: Q4_0, Q8_0, Q4_K, Q5_K.
 #if defined(__x86_64__) && defined(__GNUC__)
-#include "ops/x86_intrinsics.h"
-
 #include <cstdint>
+
+#include "ops/x86_intrinsics.h"
 
 namespace ss {
 
