@@ -1004,7 +1004,8 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
 #if defined(__x86_64__) && defined(__GNUC__)
 // A size-specialised kernel whose baseline clone (x86-64 without AVX2: old
 // or low-end CPUs, where speed is not the aim) is ANY's, the any-size one:
-// 32 fewer unrolled clones, a third of this file's compile time.
+// 34 fewer unrolled clones, half of this file's compile time (80.8 -> 40.6 s
+// at -O3).
 #define SS_DEFINE_SIZED_RUNS(NAME, ANY, ...)                                                 \
   template <CloneLevel L>                                                                    \
   SS_CLONE_IMPL void NAME##_impl SS_RUNS_PARAMS {                                            \
