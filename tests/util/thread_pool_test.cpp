@@ -117,12 +117,22 @@ TEST(ThreadPool, CallerRunsTheRangeOfAWorkerThatCannotRun) {
 #else
   ThreadPool pool(2);
   const pthread_t self = pthread_self();
-  // The worker's thread: the one that runs range 1 of some job.
+  // The worker's thread: the one that runs range 1 of some job. Range 0
+  // waits (yielding, for a machine with one core) until range 1 has started,
+  // so the caller does not reach range 1 first.
   std::atomic<pthread_t> worker{self};
-  for (int rep = 0; rep < 100000 && pthread_equal(worker.load(), self); ++rep)
+  for (int rep = 0; rep < 1000 && pthread_equal(worker.load(), self); ++rep) {
+    std::atomic<bool> started{false};
     pool.parallel_for(2, [&](size_t b, size_t) {
-      if (b == 1) worker = pthread_self();
+      if (b == 1) {
+        worker = pthread_self();
+        started = true;
+        return;
+      }
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+      while (!started && std::chrono::steady_clock::now() < until) std::this_thread::yield();
     });
+  }
   ASSERT_FALSE(pthread_equal(worker.load(), self)) << "the worker never ran a range";
   struct sigaction sa {};
   sa.sa_handler = stall_handler;
