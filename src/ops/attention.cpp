@@ -995,11 +995,15 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
   (int g, const KvRun* runs, int n_runs, int hd, float scale, float* m, float* l, float* acc, float* scratch, \
    const AttnScoring* sc)
 #define SS_RUNS_ARGS (g, runs, n_runs, hd, scale, m, l, acc, scratch, sc)
-#define SS_DEFINE_RUNS(NAME, ...)                 \
+// NAME_impl<L>: the kernel __VA_ARGS__ (a span_update instance) called with
+// the runs' arguments.
+#define SS_RUNS_IMPL(NAME, ...)                   \
   template <CloneLevel L>                         \
   SS_CLONE_IMPL void NAME##_impl SS_RUNS_PARAMS { \
     __VA_ARGS__ SS_RUNS_ARGS;                     \
-  }                                               \
+  }
+#define SS_DEFINE_RUNS(NAME, ...) \
+  SS_RUNS_IMPL(NAME, __VA_ARGS__) \
   SS_CLONED_BY_LEVEL(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS)
 #if defined(__x86_64__) && defined(__GNUC__)
 // A size-specialised kernel whose baseline clone (x86-64 without AVX2: old
@@ -1007,10 +1011,7 @@ using RunsFn = void (*)(int g, const KvRun* runs, int n_runs, int hd, float scal
 // 34 fewer unrolled clones, half of this file's compile time (80.8 -> 40.6 s
 // at -O3).
 #define SS_DEFINE_SIZED_RUNS(NAME, ANY, ...)                                                 \
-  template <CloneLevel L>                                                                    \
-  SS_CLONE_IMPL void NAME##_impl SS_RUNS_PARAMS {                                            \
-    __VA_ARGS__ SS_RUNS_ARGS;                                                                \
-  }                                                                                          \
+  SS_RUNS_IMPL(NAME, __VA_ARGS__)                                                            \
   SS_CLONES(void, NAME, SS_RUNS_PARAMS, SS_RUNS_ARGS, NAME##_impl<::ss::CloneLevel::Avx512>, \
             NAME##_impl<::ss::CloneLevel::Avx2>, ANY##_base)
 #else
@@ -1071,6 +1072,7 @@ SS_QUANT_FAMILY(q4_0, GgmlType::Q4_0)
 #undef SS_FLOAT_FAMILY
 #undef SS_DEFINE_SIZED_RUNS
 #undef SS_DEFINE_RUNS
+#undef SS_RUNS_IMPL
 #undef SS_RUNS_ARGS
 #undef SS_RUNS_PARAMS
 
