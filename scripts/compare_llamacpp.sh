@@ -19,6 +19,13 @@ TYPES=${TYPES:-q4_0 q8_0 q4_k_m q5_k_m q6_k}
 SHAPE=${SHAPE:-tinyllama-1.1b}
 DIR=${DIR:-/tmp}
 LOG=$(mktemp)
+# The host's share of this VM's CPU time (/proc/stat "steal") over a run: on a
+# shared VM a decode step waits whenever the host takes a vCPU, which is
+# where the p99 tails come from; 0 on bare metal.
+cpu_times() { grep '^cpu ' /proc/stat; }
+steal_share() {
+  python3 -c 'import sys; a, b = ([int(x) for x in s.split()[1:]] for s in sys.argv[1:3]); d = [y - x for x, y in zip(a, b)]; print(100.0 * d[7] / max(1, sum(d)) if len(d) > 7 else 0.0)' "$1" "$2"
+}
 for ty in $TYPES; do
   f=$DIR/cmp-$SHAPE-$ty.gguf
   [ -f "$f" ] || "$SS" make-model --shape "$SHAPE" --type "$ty" --seed 1 -o "$f" >/dev/null
@@ -34,6 +41,7 @@ import csv, sys
 for r in csv.DictReader(sys.stdin):
     test = "pp" if r["n_prompt"] != "0" else "tg"
     print("llama", sys.argv[1], sys.argv[2], test, r["avg_ts"])' "$ty" "$t" >>"$LOG"
+      before=$(cpu_times)
       "$SS" bench -m "$f" --prefill 512 --positions 64 --samples 128 -t "$t" --json 2>/dev/null | python3 -c '
 import json, sys
 j = json.load(sys.stdin)
@@ -42,6 +50,7 @@ d = j["decode"][0]
 print("ss", sys.argv[1], sys.argv[2], "tg", d["tok_s"])
 print("ss", sys.argv[1], sys.argv[2], "p50", d["p50_ms"])
 print("ss", sys.argv[1], sys.argv[2], "p99", d["p99_ms"])' "$ty" "$t" >>"$LOG"
+      echo "ss $ty $t steal $(steal_share "$before" "$(cpu_times)")" >>"$LOG"
     done
   done
 done
@@ -52,13 +61,14 @@ for line in open(sys.argv[1]):
     who, ty, t, test, x = line.split()
     v[(who, ty, t, test)].append(float(x))
 med = lambda k: statistics.median(v[k]) if v[k] else float("nan")
-print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | sinkstream p99/p50 |")
-print("|---|---|---|---|---|---|")
+print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | sinkstream p99/p50 | host steal % |")
+print("|---|---|---|---|---|---|---|")
 for ty in dict.fromkeys(k[1] for k in v):
     for t in dict.fromkeys(k[2] for k in v if k[1] == ty):
         lt, lp, st, sp = med(("llama", ty, t, "tg")), med(("llama", ty, t, "pp")), med(("ss", ty, t, "tg")), med(("ss", ty, t, "pp"))
         tail = med(("ss", ty, t, "p99")) / med(("ss", ty, t, "p50"))
-        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {tail:.2f} |")
+        steal = med(("ss", ty, t, "steal"))
+        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {tail:.2f} | {steal:.1f} |")
 print(f"({len(v[next(iter(v))])} rounds, medians)")
 PY
 rm -f "$LOG"
