@@ -35,6 +35,14 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
+// Masked loads that never touch the lanes they leave out (AVX-512): kernels
+// fold a row's last partial vector into their lane sums (DecodeTail).
+#undef SS_MASKED_TAIL
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define SS_MASKED_TAIL 1
+#else
+#define SS_MASKED_TAIL 0
+#endif
 using VF = hn::Vec<DF>;
 
 inline float load_half(const uint8_t* p) {
@@ -344,6 +352,19 @@ HWY_INLINE int64_t DecodeRows(GgmlType t, const uint8_t* const* rows, int64_t n,
   return 0;
 }
 
+// s + a * b in the kernels' scalar tails, fused wherever the target fuses
+// its vector multiply-adds. Written as a * b + s, GCC fused it in some
+// inlined copies and not in others, so a decode row (DotRows) and the same
+// row in a batch (TileF32) could differ in the last bit (F16 weights, 172
+// columns, AVX2).
+HWY_INLINE float TailMulAdd(float a, float b, float s) {
+#if HWY_NATIVE_FMA
+  return __builtin_fmaf(a, b, s);
+#else
+  return s + a * b;  // no fused instruction to contract into
+#endif
+}
+
 // Element i of an element-wise row (the tails DecodeRow leaves).
 inline float element_at(GgmlType t, const uint8_t* row, int64_t i) {
   uint16_t h;
@@ -363,6 +384,35 @@ inline float element_at(GgmlType t, const uint8_t* row, int64_t i) {
       return 0.0f;
   }
 }
+
+#if SS_MASKED_TAIL
+// The tail DecodeRows leaves (elements [i, n), fewer than a vector, of R
+// element-wise rows: F32, F16, BF16) as vectors that are zero past n, so a
+// kernel folds it into its lane sums: one masked step instead of a scalar
+// multiply-add chain per row (stories260K's 172-wide rows: 12 of them).
+// Below AVX-512 (where Highway's masked loads may read the whole vector)
+// kernels keep the element-wise tail.
+template <int R>
+HWY_INLINE void DecodeTail(GgmlType t, const uint8_t* const* rows, int64_t i, int64_t n, VF* w) {
+  const DF df;
+  const size_t left = static_cast<size_t>(n - i);
+  auto widen = [&](auto half_tag) {
+    using H = decltype(half_tag);
+    const hn::Rebind<H, DF> dh;
+    const auto m = hn::FirstN(dh, left);
+    for (int q = 0; q < R; ++q)
+      w[q] = hn::PromoteTo(df, hn::MaskedLoad(m, dh, reinterpret_cast<const H*>(rows[q]) + i));
+  };
+  if (t == GgmlType::F16) {
+    widen(hwy::float16_t{});
+  } else if (t == GgmlType::BF16) {
+    widen(hwy::bfloat16_t{});
+  } else {
+    const auto m = hn::FirstN(df, left);
+    for (int q = 0; q < R; ++q) w[q] = hn::MaskedLoad(m, df, reinterpret_cast<const float*>(rows[q]) + i);
+  }
+}
+#endif
 
 void DequantizeRow(GgmlType t, const uint8_t* row, float* dst, int64_t n) {
   const DF df;
@@ -413,19 +463,33 @@ HWY_NOINLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x
   const DF df;
   VF acc[R * NT];
   for (int a = 0; a < R * NT; ++a) acc[a] = hn::Zero(df);
-  const int64_t done = DecodeRows<R>(t, rows, n, [&](int64_t i, const VF* w) {
+  int64_t done = DecodeRows<R>(t, rows, n, [&](int64_t i, const VF* w) {
     for (int k = 0; k < NT; ++k) {
       const VF xv = hn::LoadU(df, x + k * xs + i);
       for (int q = 0; q < R; ++q) acc[q * NT + k] = hn::MulAdd(w[q], xv, acc[q * NT + k]);
     }
   });
+#if SS_MASKED_TAIL
+  // The same masked last step as TileF32's, so a batch (dequantized rows
+  // through TileF32) keeps a decode row's bits.
+  if (done < n) {
+    VF w[R];
+    DecodeTail<R>(t, rows, done, n, w);
+    const auto m = hn::FirstN(df, static_cast<size_t>(n - done));
+    for (int k = 0; k < NT; ++k) {
+      const VF xv = hn::MaskedLoad(m, df, x + k * xs + done);
+      for (int q = 0; q < R; ++q) acc[q * NT + k] = hn::MulAdd(w[q], xv, acc[q * NT + k]);
+    }
+    done = n;
+  }
+#endif
   if constexpr (R == 4) {
     for (int k = 0; k < NT; ++k) {
       const VF a4[4] = {acc[k], acc[NT + k], acc[2 * NT + k], acc[3 * NT + k]};
       float s[4];
       StoreSums4(a4, s);
       for (int q = 0; q < R; ++q) {
-        for (int64_t i = done; i < n; ++i) s[q] += element_at(t, rows[q], i) * x[k * xs + i];
+        for (int64_t i = done; i < n; ++i) s[q] = TailMulAdd(element_at(t, rows[q], i), x[k * xs + i], s[q]);
         y[k * y_stride + q] = s[q];
       }
     }
@@ -434,7 +498,7 @@ HWY_NOINLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x
   for (int q = 0; q < R; ++q)
     for (int k = 0; k < NT; ++k) {
       float s = hn::GetLane(hn::SumOfLanes(df, acc[q * NT + k]));
-      for (int64_t i = done; i < n; ++i) s += element_at(t, rows[q], i) * x[k * xs + i];
+      for (int64_t i = done; i < n; ++i) s = TailMulAdd(element_at(t, rows[q], i), x[k * xs + i], s);
       y[k * y_stride + q] = s;
     }
 }
@@ -476,6 +540,20 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
       for (int r = 0; r < NR; ++r) acc[r * NT + k] = hn::MulAdd(wv[r], xv, acc[r * NT + k]);
     }
   }
+#if SS_MASKED_TAIL
+  // The last partial vector masked (DecodeTail's reason), before the lane
+  // sums, in every tile shape alike.
+  if (i < n) {
+    const auto m = hn::FirstN(df, static_cast<size_t>(n - i));
+    VF wv[NR];
+    for (int r = 0; r < NR; ++r) wv[r] = hn::MaskedLoad(m, df, w + r * ws + i);
+    for (int k = 0; k < NT; ++k) {
+      const VF xv = hn::MaskedLoad(m, df, x + k * xs + i);
+      for (int r = 0; r < NR; ++r) acc[r * NT + k] = hn::MulAdd(wv[r], xv, acc[r * NT + k]);
+    }
+    i = n;
+  }
+#endif
   if constexpr (NR % 4 == 0) {
     // Same reduction for every NT and every multiple of four rows (each
     // row's sum depends only on its own lanes): a row of a batch equals the
@@ -486,7 +564,7 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
         float s[4];
         StoreSums4(a4, s);
         for (int r = 0; r < 4; ++r) {
-          for (int64_t j = i; j < n; ++j) s[r] += w[(r0 + r) * ws + j] * x[k * xs + j];
+          for (int64_t j = i; j < n; ++j) s[r] = TailMulAdd(w[(r0 + r) * ws + j], x[k * xs + j], s[r]);
           y[k * y_stride + r0 + r] = s[r];
         }
       }
@@ -495,7 +573,7 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
   for (int r = 0; r < NR; ++r)
     for (int k = 0; k < NT; ++k) {
       float s = hn::GetLane(hn::SumOfLanes(df, acc[r * NT + k]));
-      for (int64_t j = i; j < n; ++j) s += w[r * ws + j] * x[k * xs + j];
+      for (int64_t j = i; j < n; ++j) s = TailMulAdd(w[r * ws + j], x[k * xs + j], s);
       y[k * y_stride + r] = s;
     }
 }

@@ -83,19 +83,30 @@ TEST(Matmul, SimdDequantizeIsBitIdenticalToScalarTwin) {
 
 TEST(Matmul, BatchRowsEqualTheirDecodeRowsForFloatWeights) {
   // Continuous batching must not change a float model's numbers: a row of a
-  // 9-row batch equals the same activation multiplied alone.
+  // 9-row batch equals the same activation multiplied alone (F16 and BF16
+  // decode rows take another kernel than batches: both must sum alike),
+  // at widths with and without a partial last vector, on every target.
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   ThreadPool pool(1);
-  std::vector<uint8_t> storage;
-  const TensorView w = random_weights(GgmlType::F32, 37, 75, rng, storage);
-  std::vector<float> x(9 * 75);
-  for (auto& v : x) v = u(rng);
-  std::vector<float> yb(9 * 37), y1(37);
-  matmul(w, x.data(), 9, yb.data(), pool);
-  for (int t = 0; t < 9; ++t) {
-    matmul(w, x.data() + t * 75, 1, y1.data(), pool);
-    for (int r = 0; r < 37; ++r) ASSERT_EQ(yb[t * 37 + r], y1[r]);
+  for (const auto& target : simd_targets()) {
+    RestrictTarget restrict(target.bits);
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+      for (int cols : {75, 172, 64, 5}) {
+        std::vector<uint8_t> storage;
+        const TensorView w = random_weights(t, 37, cols, rng, storage);
+        std::vector<float> x(static_cast<size_t>(9 * cols));
+        for (auto& v : x) v = u(rng);
+        std::vector<float> yb(9 * 37), y1(37);
+        matmul(w, x.data(), 9, yb.data(), pool);
+        for (int k = 0; k < 9; ++k) {
+          matmul(w, x.data() + k * cols, 1, y1.data(), pool);
+          for (int r = 0; r < 37; ++r)
+            ASSERT_EQ(yb[k * 37 + r], y1[r]) << target.name << " " << type_name(static_cast<uint32_t>(t)) << " cols "
+                                             << cols << " row " << r << " of activation " << k;
+        }
+      }
+    }
   }
 }
 
