@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ops/convert.h"
 #include "util/check.h"
 #include "util/mapped_file.h"
 
@@ -101,9 +102,9 @@ void BlockPool::store_part(BlockId id, int layer, int offset, int elem0, int n, 
     const size_t es = elem_bytes();
     thread_local std::vector<uint8_t> k_elems;  // the row's K in the pool's type, then scattered to its column
     k_elems.resize(static_cast<size_t>(n) * es);
-    quantize_row(cfg_.type, k_in, k_elems.data(), n);
+    convert_row(cfg_.type, k_in, k_elems.data(), n);
     put_k_column(kb, offset, elem0, n, k_elems.data());
-    quantize_row(cfg_.type, v_in, vb + static_cast<size_t>(elem0) * es, n);
+    convert_row(cfg_.type, v_in, vb + static_cast<size_t>(elem0) * es, n);
   } else {
     SS_CHECK_MSG(elem0 % 32 == 0 && n % 32 == 0, "quantized KV rows are written in whole blocks");
     const size_t skip = ::ss::row_bytes(cfg_.type, elem0);
