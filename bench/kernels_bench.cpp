@@ -109,6 +109,41 @@ BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 56
 // decode must beat by a margin to run at the speed memory delivers.
 BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8, 12, 13, 14}, {256}, {2048}, {1}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
+// stories260K's matrices as one decode step meets them (five layers of q
+// 64x64, k and v 32x64, o 64x64, gate and up 172x64, down 64x172, then the
+// 512x64 classifier: 1.04 MB of F32), one activation row on one thread: the
+// F32 kernels on small rows (64 and 172 wide, tails included) with the
+// weights in L2 as far as they fit, no attention and no engine around them.
+void BM_Stories260KMatmuls(benchmark::State& st) {
+  static const std::pair<int64_t, int64_t> kLayer[] = {{64, 64},  {32, 64},  {32, 64}, {64, 64},
+                                                       {172, 64}, {172, 64}, {64, 172}};
+  std::vector<std::vector<uint8_t>> store;
+  std::vector<ss::TensorView> mats;
+  auto add = [&](int64_t rows, int64_t cols) {
+    store.push_back(random_matrix(ss::GgmlType::F32, rows, cols));
+    ss::TensorView w;
+    w.type = ss::GgmlType::F32;
+    w.ne0 = cols;
+    w.ne1 = rows;
+    w.data = store.back().data();
+    mats.push_back(w);
+  };
+  for (int l = 0; l < 5; ++l)
+    for (const auto& [rows, cols] : kLayer) add(rows, cols);
+  add(512, 64);
+  size_t bytes = 0;
+  for (const auto& m : store) bytes += m.size();
+  const auto x = random_floats(172, 2);
+  std::vector<float> y(512);
+  ss::ThreadPool pool(1);
+  for (auto _ : st) {
+    for (const auto& w : mats) ss::matmul(w, x.data(), 1, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * st.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Stories260KMatmuls)->Unit(benchmark::kMicrosecond);
+
 // One decode step's matrix sweep from memory, not cache: range(1) layers of
 // TinyLlama's shapes (q, k, v, o, gate, up, down: 2048 x 2048, 256 x 2048
 // twice, 2048 x 2048, 5632 x 2048 twice, 2048 x 5632; 20-37 MB a layer),

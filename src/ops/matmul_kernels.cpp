@@ -427,7 +427,8 @@ void DequantizeRow(GgmlType t, const uint8_t* row, float* dst, int64_t n) {
 // reductions share their shuffles (a transpose-and-add tree: about a third of
 // the instructions of four separate reductions, which dominate short rows);
 // elsewhere one SumOfLanes each.
-HWY_INLINE void StoreSums4(const VF* acc, float* y) {
+HWY_INLINE void StoreSums4(VF a0, VF a1, VF a2, VF a3, float* y) {
+  const VF acc[4] = {a0, a1, a2, a3};
 #if HWY_TARGET == HWY_AVX3
   const __m512 t0 =
       _mm512_add_ps(_mm512_unpacklo_ps(acc[0].raw, acc[1].raw), _mm512_unpackhi_ps(acc[0].raw, acc[1].raw));
@@ -485,9 +486,8 @@ HWY_NOINLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x
 #endif
   if constexpr (R == 4) {
     for (int k = 0; k < NT; ++k) {
-      const VF a4[4] = {acc[k], acc[NT + k], acc[2 * NT + k], acc[3 * NT + k]};
       float s[4];
-      StoreSums4(a4, s);
+      StoreSums4(acc[k], acc[NT + k], acc[2 * NT + k], acc[3 * NT + k], s);
       for (int q = 0; q < R; ++q) {
         for (int64_t i = done; i < n; ++i) s[q] = TailMulAdd(element_at(t, rows[q], i), x[k * xs + i], s[q]);
         y[k * y_stride + q] = s[q];
@@ -560,9 +560,13 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
     // row alone.
     for (int k = 0; k < NT; ++k)
       for (int r0 = 0; r0 < NR; r0 += 4) {
-        const VF a4[4] = {acc[r0 * NT + k], acc[(r0 + 1) * NT + k], acc[(r0 + 2) * NT + k], acc[(r0 + 3) * NT + k]};
+        float* out = y + k * y_stride + r0;
+        if (i == n) {  // no element left (always so after the masked step): the four sums go straight out
+          StoreSums4(acc[r0 * NT + k], acc[(r0 + 1) * NT + k], acc[(r0 + 2) * NT + k], acc[(r0 + 3) * NT + k], out);
+          continue;
+        }
         float s[4];
-        StoreSums4(a4, s);
+        StoreSums4(acc[r0 * NT + k], acc[(r0 + 1) * NT + k], acc[(r0 + 2) * NT + k], acc[(r0 + 3) * NT + k], s);
         for (int r = 0; r < 4; ++r) {
           for (int64_t j = i; j < n; ++j) s[r] = TailMulAdd(w[(r0 + r) * ws + j], x[k * xs + j], s[r]);
           y[k * y_stride + r0 + r] = s[r];
