@@ -403,13 +403,18 @@ HWY_INLINE void DecodeTail(GgmlType t, const uint8_t* const* rows, int64_t i, in
     for (int q = 0; q < R; ++q)
       w[q] = hn::PromoteTo(df, hn::MaskedLoad(m, dh, reinterpret_cast<const H*>(rows[q]) + i));
   };
-  if (t == GgmlType::F16) {
-    widen(hwy::float16_t{});
-  } else if (t == GgmlType::BF16) {
-    widen(hwy::bfloat16_t{});
-  } else {
-    const auto m = hn::FirstN(df, left);
-    for (int q = 0; q < R; ++q) w[q] = hn::MaskedLoad(m, df, reinterpret_cast<const float*>(rows[q]) + i);
+  switch (t) {
+    case GgmlType::F32: {
+      const auto m = hn::FirstN(df, left);
+      for (int q = 0; q < R; ++q) w[q] = hn::MaskedLoad(m, df, reinterpret_cast<const float*>(rows[q]) + i);
+      return;
+    }
+    case GgmlType::F16:
+      return widen(hwy::float16_t{});
+    case GgmlType::BF16:
+      return widen(hwy::bfloat16_t{});
+    default:  // block types leave no tail (element_at's 0 for them)
+      for (int q = 0; q < R; ++q) w[q] = hn::Zero(df);
   }
 }
 #endif
