@@ -417,6 +417,19 @@ HWY_INLINE void DecodeTail(GgmlType t, const uint8_t* const* rows, int64_t i, in
       for (int q = 0; q < R; ++q) w[q] = hn::Zero(df);
   }
 }
+
+// acc[q * NT + k] += w[q] * elements [i, n) of activation row k (x + k * xs),
+// the lanes past n zero: the one masked last step every float kernel takes,
+// so a decode row and its batch row end alike.
+template <int R, int NT>
+HWY_INLINE void MulAddTail(const VF* w, const float* x, int64_t xs, int64_t i, int64_t n, VF* acc) {
+  const DF df;
+  const auto m = hn::FirstN(df, static_cast<size_t>(n - i));
+  for (int k = 0; k < NT; ++k) {
+    const VF xv = hn::MaskedLoad(m, df, x + k * xs + i);
+    for (int q = 0; q < R; ++q) acc[q * NT + k] = hn::MulAdd(w[q], xv, acc[q * NT + k]);
+  }
+}
 #endif
 
 void DequantizeRow(GgmlType t, const uint8_t* row, float* dst, int64_t n) {
@@ -481,11 +494,7 @@ HWY_NOINLINE void DotRows(GgmlType t, const uint8_t* const* rows, const float* x
   if (done < n) {
     VF w[R];
     DecodeTail<R>(t, rows, done, n, w);
-    const auto m = hn::FirstN(df, static_cast<size_t>(n - done));
-    for (int k = 0; k < NT; ++k) {
-      const VF xv = hn::MaskedLoad(m, df, x + k * xs + done);
-      for (int q = 0; q < R; ++q) acc[q * NT + k] = hn::MulAdd(w[q], xv, acc[q * NT + k]);
-    }
+    MulAddTail<R, NT>(w, x, xs, done, n, acc);
     done = n;
   }
 #endif
@@ -552,10 +561,7 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
     const auto m = hn::FirstN(df, static_cast<size_t>(n - i));
     VF wv[NR];
     for (int r = 0; r < NR; ++r) wv[r] = hn::MaskedLoad(m, df, w + r * ws + i);
-    for (int k = 0; k < NT; ++k) {
-      const VF xv = hn::MaskedLoad(m, df, x + k * xs + i);
-      for (int r = 0; r < NR; ++r) acc[r * NT + k] = hn::MulAdd(wv[r], xv, acc[r * NT + k]);
-    }
+    MulAddTail<NR, NT>(wv, x, xs, i, n, acc);
     i = n;
   }
 #endif
@@ -565,13 +571,12 @@ HWY_INLINE void TileF32(const float* w, int64_t ws, const float* x, int64_t xs, 
     // row alone.
     for (int k = 0; k < NT; ++k)
       for (int r0 = 0; r0 < NR; r0 += 4) {
-        float* out = y + k * y_stride + r0;
-        if (i == n) {  // no element left (always so after the masked step): the four sums go straight out
-          StoreSums4(acc[r0 * NT + k], acc[(r0 + 1) * NT + k], acc[(r0 + 2) * NT + k], acc[(r0 + 3) * NT + k], out);
-          continue;
-        }
+        // With no element left (always so after the masked step) the four
+        // sums go straight out; else through s, to add the rest.
         float s[4];
-        StoreSums4(acc[r0 * NT + k], acc[(r0 + 1) * NT + k], acc[(r0 + 2) * NT + k], acc[(r0 + 3) * NT + k], s);
+        float* sums = i == n ? y + k * y_stride + r0 : s;
+        StoreSums4(acc[r0 * NT + k], acc[(r0 + 1) * NT + k], acc[(r0 + 2) * NT + k], acc[(r0 + 3) * NT + k], sums);
+        if (i == n) continue;
         for (int r = 0; r < 4; ++r) {
           for (int64_t j = i; j < n; ++j) s[r] = TailMulAdd(w[(r0 + r) * ws + j], x[k * xs + j], s[r]);
           y[k * y_stride + r0 + r] = s[r];
