@@ -277,14 +277,16 @@ void BM_AttentionFused(benchmark::State& st) {
 BENCHMARK(BM_AttentionFused)->Args({8, 512, 2})->Args({64, 512, 8})->Args({128, 4096, 4});
 
 // The engine's decode attention over a typed cache: blocks of 16 keys as the
-// pool lays them out (float types: K [kv_dim][16] then V [16][kv_dim];
+// pool lays them out (float types: K [kv_dim][16] then V [16][kv_dim], or
+// V [kv_dim][16] too with vdm = 1, as pools of heads of 8 or less keep it;
 // Q8_0 / Q4_0: K and V both [16] rows of ggml blocks), 4 KV heads of a layer
 // one after the other, one call each over the runs of all blocks. Range:
-// cache type (ggml's number), head size, keys, query heads per KV head.
-// Time per layer and token.
+// cache type (ggml's number), head size, keys, query heads per KV head,
+// V dimension-major. Time per layer and token.
 void BM_AttentionRuns(benchmark::State& st) {
   const auto type = static_cast<ss::GgmlType>(st.range(0));
   const int hd = static_cast<int>(st.range(1)), keys = static_cast<int>(st.range(2)), g = static_cast<int>(st.range(3));
+  const bool v_dim_major = st.range(4) != 0;
   constexpr int kKvHeads = 4, kBlock = 16;
   const int kv_dim = kKvHeads * hd, blocks = (keys + kBlock - 1) / kBlock;
   const size_t rb = ss::row_bytes(type, kv_dim), half = rb * kBlock;  // bytes of K (or V) per block
@@ -299,7 +301,7 @@ void BM_AttentionRuns(benchmark::State& st) {
     for (int h = 0; h < kKvHeads; ++h) {
       for (int b = 0; b < blocks; ++b) {
         const uint8_t* base = pool.data() + static_cast<size_t>(b) * 2 * half;
-        runs[b] = ss::KvRun{ss::KvHeadView{type, base, base + half, kBlock, rb, h * hd},
+        runs[b] = ss::KvRun{ss::KvHeadView{type, base, base + half, kBlock, rb, h * hd, v_dim_major},
                             q.data() + static_cast<size_t>(h * g * hd), 0, std::min(kBlock, keys - b * kBlock), 0.0f};
       }
       ss::attn_online_init(g, hd, m.data(), l.data(), acc.data());
@@ -312,12 +314,15 @@ void BM_AttentionRuns(benchmark::State& st) {
       benchmark::Counter(static_cast<double>(keys) * g * kKvHeads * st.iterations(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_AttentionRuns)
-    ->ArgNames({"type", "hd", "keys", "g"})
-    ->Args({1, 8, 512, 2})
-    ->Args({1, 64, 512, 8})
-    ->Args({1, 64, 2048, 8})
-    ->Args({8, 64, 2048, 8})
-    ->Args({2, 64, 2048, 8});
+    ->ArgNames({"type", "hd", "keys", "g", "vdm"})
+    ->Args({1, 8, 512, 2, 0})
+    ->Args({1, 8, 512, 2, 1})
+    ->Args({1, 8, 256, 2, 0})
+    ->Args({1, 8, 256, 2, 1})
+    ->Args({1, 64, 512, 8, 0})
+    ->Args({1, 64, 2048, 8, 0})
+    ->Args({8, 64, 2048, 8, 0})
+    ->Args({2, 64, 2048, 8, 0});
 
 // The per-step cost of handing work to the pool's threads: one fork-join of
 // trivial parts (a decode step issues a few per layer), in microseconds

@@ -38,6 +38,7 @@ BlockPool::BlockPool(const BlockPoolConfig& cfg) : cfg_(cfg) {
   // slide keeps its KV in the sliding pool).
   SS_CHECK(cfg.n_blocks >= 0 && cfg.block_tokens > 0 && cfg.n_layers >= 0 && cfg.kv_dim > 0);
   SS_CHECK_MSG(kv_type_usable(cfg.type, cfg.kv_dim).ok(), "BlockPool: unusable KV type (check kv_type_usable first)");
+  SS_CHECK_MSG(!cfg.v_dim_major || kv_k_dim_major(cfg.type), "BlockPool: dimension-major V needs a float type");
   row_bytes_ = ::ss::row_bytes(cfg.type, cfg.kv_dim);
   layer_half_ = static_cast<size_t>(cfg.block_tokens) * row_bytes_;
   block_bytes_ = layer_half_ * 2 * static_cast<size_t>(cfg.n_layers);
@@ -87,7 +88,7 @@ float* BlockPool::v(BlockId id, int layer) {
 
 KvHeadView BlockPool::head_view(BlockId id, int layer, int elem0) const {
   const uint8_t* b = const_cast<BlockPool*>(this)->base(id, layer);
-  return KvHeadView{cfg_.type, b, b + layer_half_, cfg_.block_tokens, row_bytes_, elem0};
+  return KvHeadView{cfg_.type, b, b + layer_half_, cfg_.block_tokens, row_bytes_, elem0, cfg_.v_dim_major};
 }
 
 void BlockPool::store(BlockId id, int layer, int offset, const float* k_row, const float* v_row) {
@@ -100,11 +101,16 @@ void BlockPool::store_part(BlockId id, int layer, int offset, int elem0, int n, 
   uint8_t* vb = kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_;
   if (kv_k_dim_major(cfg_.type)) {
     const size_t es = elem_bytes();
-    thread_local std::vector<uint8_t> k_elems;  // the row's K in the pool's type, then scattered to its column
-    k_elems.resize(static_cast<size_t>(n) * es);
-    convert_row(cfg_.type, k_in, k_elems.data(), n);
-    put_k_column(kb, offset, elem0, n, k_elems.data());
-    convert_row(cfg_.type, v_in, vb + static_cast<size_t>(elem0) * es, n);
+    thread_local std::vector<uint8_t> elems;  // a row in the pool's type, then scattered to its column
+    elems.resize(static_cast<size_t>(n) * es);
+    convert_row(cfg_.type, k_in, elems.data(), n);
+    put_column(kb, offset, elem0, n, elems.data());
+    if (cfg_.v_dim_major) {
+      convert_row(cfg_.type, v_in, elems.data(), n);
+      put_column(kb + layer_half_, offset, elem0, n, elems.data());
+    } else {
+      convert_row(cfg_.type, v_in, vb + static_cast<size_t>(elem0) * es, n);
+    }
   } else {
     SS_CHECK_MSG(elem0 % 32 == 0 && n % 32 == 0, "quantized KV rows are written in whole blocks");
     const size_t skip = ::ss::row_bytes(cfg_.type, elem0);
@@ -113,11 +119,18 @@ void BlockPool::store_part(BlockId id, int layer, int offset, int elem0, int n, 
   }
 }
 
-void BlockPool::put_k_column(uint8_t* kb, int offset, int elem0, int n, const uint8_t* elems) const {
+void BlockPool::put_column(uint8_t* half, int offset, int elem0, int n, const uint8_t* elems) const {
   const size_t es = elem_bytes();
   for (int d = 0; d < n; ++d)
-    std::memcpy(kb + (static_cast<size_t>(elem0 + d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es,
+    std::memcpy(half + (static_cast<size_t>(elem0 + d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es,
                 elems + static_cast<size_t>(d) * es, es);
+}
+
+void BlockPool::get_column(const uint8_t* half, int offset, uint8_t* elems) const {
+  const size_t es = elem_bytes();
+  for (int d = 0; d < cfg_.kv_dim; ++d)
+    std::memcpy(elems + static_cast<size_t>(d) * es,
+                half + (static_cast<size_t>(d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es, es);
 }
 
 void BlockPool::load(BlockId id, int layer, int offset, float* k_row, float* v_row) const {
@@ -130,25 +143,27 @@ void BlockPool::load(BlockId id, int layer, int offset, float* k_row, float* v_r
 void BlockPool::load_raw(BlockId id, int layer, int offset, uint8_t* k_row, uint8_t* v_row) const {
   SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
   const uint8_t* kb = const_cast<BlockPool*>(this)->base(id, layer);
-  if (kv_k_dim_major(cfg_.type)) {
-    const size_t es = elem_bytes();
-    for (int d = 0; d < cfg_.kv_dim; ++d)
-      std::memcpy(k_row + static_cast<size_t>(d) * es,
-                  kb + (static_cast<size_t>(d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es, es);
-  } else {
+  if (kv_k_dim_major(cfg_.type))
+    get_column(kb, offset, k_row);
+  else
     std::memcpy(k_row, kb + static_cast<size_t>(offset) * row_bytes_, row_bytes_);
-  }
-  std::memcpy(v_row, kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, row_bytes_);
+  if (cfg_.v_dim_major)
+    get_column(kb + layer_half_, offset, v_row);
+  else
+    std::memcpy(v_row, kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, row_bytes_);
 }
 
 void BlockPool::store_raw(BlockId id, int layer, int offset, const uint8_t* k_row, const uint8_t* v_row) {
   SS_CHECK(offset >= 0 && offset < cfg_.block_tokens);
   uint8_t* kb = base(id, layer);
   if (kv_k_dim_major(cfg_.type))
-    put_k_column(kb, offset, 0, cfg_.kv_dim, k_row);
+    put_column(kb, offset, 0, cfg_.kv_dim, k_row);
   else
     std::memcpy(kb + static_cast<size_t>(offset) * row_bytes_, k_row, row_bytes_);
-  std::memcpy(kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, v_row, row_bytes_);
+  if (cfg_.v_dim_major)
+    put_column(kb + layer_half_, offset, 0, cfg_.kv_dim, v_row);
+  else
+    std::memcpy(kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, v_row, row_bytes_);
 }
 
 uint8_t* BlockPool::base(BlockId id, int layer) {

@@ -8,7 +8,9 @@
 // dimension); quantized types store K token-major, one row of ggml blocks
 // per token (a block's scale covers 32 consecutive elements of one token).
 // V is token-major for every type ([block_tokens] rows), which is what the
-// probability-weighted sum over keys reads.
+// probability-weighted sum over keys reads for heads wide enough to fill a
+// vector; float-type pools for heads of 8 or less keep V dimension-major
+// like K instead (v_dim_major: ops/attention.h kv_v_dim_major_suits).
 // Blocks are reference-counted so a read-only prefix (shared sinks) can be
 // held by several sequences. Running out is a value (nullopt), never an abort.
 #include <cstdint>
@@ -37,6 +39,8 @@ struct BlockPoolConfig {
   // step that first writes a block's huge page waits for the kernel to zero
   // 2 MiB, and maybe to compact memory for it (THP defrag "madvise").
   bool prefault = true;
+  // V laid out as K is ([kv_dim][block_tokens]); float types only.
+  bool v_dim_major = false;
 };
 
 // Can a cache of kv_dim-wide rows hold this type? (F32, F16, BF16; Q8_0 and
@@ -66,13 +70,15 @@ class BlockPool {
   int refcount(BlockId id) const { return refs_[static_cast<size_t>(id)]; }
   GgmlType type() const { return cfg_.type; }
   int kv_dim() const { return cfg_.kv_dim; }
+  bool v_dim_major() const { return cfg_.v_dim_major; }
   size_t bytes() const { return bytes_; }
   size_t block_bytes() const { return block_bytes_; }
   // Bytes of one token's K (or V) row of one layer in the pool's type.
   size_t row_bytes() const { return row_bytes_; }
 
   // F32 pools: K of one block and layer, [kv_dim x block_tokens] (key `t`,
-  // dimension `d` at k(id, layer)[d * block_tokens + t]); V [block_tokens x kv_dim].
+  // dimension `d` at k(id, layer)[d * block_tokens + t]); V [block_tokens x
+  // kv_dim], or laid out as K if v_dim_major().
   float* k(BlockId id, int layer);
   float* v(BlockId id, int layer);
   const float* k(BlockId id, int layer) const { return const_cast<BlockPool*>(this)->k(id, layer); }
@@ -97,9 +103,11 @@ class BlockPool {
  private:
   uint8_t* base(BlockId id, int layer);
   size_t elem_bytes() const;  // float types
-  // Dimension-major K: elements [elem0, elem0 + n) of one token (n elements
-  // of the pool's type, contiguous) into the token's column `offset`.
-  void put_k_column(uint8_t* kb, int offset, int elem0, int n, const uint8_t* elems) const;
+  // Dimension-major K (or V): elements [elem0, elem0 + n) of one token (n
+  // elements of the pool's type, contiguous) into the token's column
+  // `offset` of the half at `half`, and the whole column back out.
+  void put_column(uint8_t* half, int offset, int elem0, int n, const uint8_t* elems) const;
+  void get_column(const uint8_t* half, int offset, uint8_t* elems) const;
 
   BlockPoolConfig cfg_;
   size_t row_bytes_;    // one token's K (or V) row of one layer

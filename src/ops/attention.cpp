@@ -814,6 +814,155 @@ SS_ALWAYS_INLINE void accumulate_span8(const float* p, int h0, const SpanPiece* 
   }
 }
 
+// Step (3) of span_update where V is dimension-major like K (KvHeadView::
+// v_dim_major: heads of 8 or less), for the BH query heads from h0: one
+// vector holds dimension d of a chunk's keys (16 lanes in the AVX-512 clone
+// W, two halves of 8 elsewhere), multiplied lane by lane with the keys'
+// probabilities (no broadcasts, no shuffles), into one lane-wise sum per
+// head and dimension that is added across lanes once per span. Lanes past a
+// run's keys have probability 0, and their values are masked to 0 too (a
+// reused block's stale value may be inf); blocks narrower than a chunk are
+// read through vpad ([hd][kChunk]), so no lane reads past the block.
+template <int HD, class E, bool W, int BH>
+SS_ALWAYS_INLINE void accumulate_span_dm(const float* p, int h0, int hd_runtime, const SpanPiece* pieces, int np,
+                                         const KvRun* runs, float* __restrict__ vpad, float* __restrict__ acc) {
+  using T = typename E::T;
+  using Vec = std::conditional_t<W, Lanes, Eight>;
+  using VecIndex = std::conditional_t<W, LaneIndex, EightIndex>;
+  constexpr int kLanes = sizeof(Vec) / sizeof(float), kParts = kChunk / kLanes, kMaxHd = 8;
+  const int hd = HD > 0 ? HD : hd_runtime;
+  auto load = [](const T* at) {
+    if constexpr (W)
+      return E::load16(at);
+    else
+      return E::load8(at);
+  };
+  Vec part[BH][kMaxHd] = {};
+  for (int c = 0; c < np; ++c) {
+    const SpanPiece& pc = pieces[c];
+    const KvRun& run = runs[pc.run];
+    const int cs = run.kv.col_stride;
+    const T* v = static_cast<const T*>(run.kv.v) + static_cast<long>(run.kv.elem0) * cs + pc.r0;
+    const bool padded = pc.r0 + kChunk > cs;
+    if (padded) {  // as floats: read back through F32 lanes below
+      for (int d = 0; d < hd; ++d)
+        for (int r = 0; r < kChunk; ++r)
+          vpad[d * kChunk + r] = r >= pc.lo && r < pc.hi ? E::one(v + static_cast<long>(d) * cs + r) : 0.0f;
+    }
+    const bool partial = pc.lo > 0 || pc.hi < kChunk;
+    for (int s = 0; s < kParts; ++s) {
+      Vec pv[BH];
+      for (int h = 0; h < BH; ++h) std::memcpy(&pv[h], p + (h0 + h) * kAttnSpan + c * kChunk + s * kLanes, sizeof(Vec));
+      VecIndex lane;
+      for (int i = 0; i < kLanes; ++i) lane[i] = static_cast<uint32_t>(s * kLanes + i);
+      for (int d = 0; d < hd; ++d) {
+        Vec x;
+        if (padded)
+          std::memcpy(&x, vpad + d * kChunk + s * kLanes, sizeof x);
+        else
+          x = load(v + static_cast<long>(d) * cs + s * kLanes);
+        if (partial) x = (lane - static_cast<uint32_t>(pc.lo)) < static_cast<uint32_t>(pc.hi - pc.lo) ? x : Vec{};
+        for (int h = 0; h < BH; ++h) part[h][d] += pv[h] * x;
+      }
+    }
+  }
+  for (int h = 0; h < BH; ++h) {
+    float* a = acc + (h0 + h) * hd;
+    for (int d = 0; d < hd; ++d) {
+      if constexpr (W)
+        a[d] += lanes_sum(part[h][d]);
+      else
+        a[d] += halves_sum(part[h][d], Eight{});
+    }
+  }
+}
+
+// span_update for heads of 8 in the AVX-512 clone where V is dimension-major
+// like K (KvHeadView::v_dim_major), G query heads per KV head, no score
+// shaping, every block at least a chunk wide (col_stride a multiple of 16).
+// Per span of up to kAttnSpan keys: (1) each chunk's K rows are loaded once
+// for the G heads' scores, kept in p with a running lane-wise max per head;
+// (2) the softmax bookkeeping once per head; (3) each chunk's V rows (one
+// vector per dimension over its 16 keys) meet the exp'd scores lane by lane
+// in one lane-wise sum per head and dimension, added across lanes once per
+// span. The general span_update spends more on walking the runs and moving
+// scores, broadcasts and shuffles than on arithmetic at this size.
+template <class E, int G>
+SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale, float* m, float* l,
+                                      float* __restrict__ acc, float* __restrict__ p) {
+  using T = typename E::T;
+  constexpr int HD = 8, BH = G < 2 ? G : 2;  // BH: heads whose 8 sums of 16 lanes stay in registers
+  struct Chunk {
+    const T* k;  // dimension 0, key of lane 0; dimension d at k + d * cs
+    const T* v;
+    int cs, lo, hi;
+  };
+  Chunk chunks[kAttnSpan / kChunk];
+  int ri = 0, r0 = runs[0].first - runs[0].first % kChunk;
+  while (ri < n_runs) {
+    // (1) Scores, chunk by chunk.
+    Lanes vmax[G];
+    for (int h = 0; h < G; ++h) vmax[h] = Lanes{} - INFINITY;
+    int nc = 0;
+    for (; ri < n_runs && nc < kAttnSpan / kChunk; ++nc) {
+      const KvRun& run = runs[ri];
+      const int end = run.first + run.count, cs = run.kv.col_stride;
+      const long at = static_cast<long>(run.kv.elem0) * cs + r0;
+      Chunk& ch = chunks[nc];
+      ch = Chunk{static_cast<const T*>(run.kv.k) + at, static_cast<const T*>(run.kv.v) + at, cs,
+                 std::max(run.first, r0) - r0, std::min(end, r0 + kChunk) - r0};
+      Lanes sc[G][2] = {};
+      for (int d = 0; d < HD; ++d) {
+        const Lanes k = E::load16(ch.k + static_cast<long>(d) * cs);
+        for (int h = 0; h < G; ++h) sc[h][d & 1] += run.q[h * HD + d] * k;
+      }
+      const bool partial = ch.lo > 0 || ch.hi < kChunk;
+      for (int h = 0; h < G; ++h) {
+        Lanes s = (sc[h][0] + sc[h][1]) * scale;
+        if (partial) s = SS_LANES_BETWEEN(ch.lo, ch.hi) ? s : Lanes{} - INFINITY;
+        vmax[h] = s > vmax[h] ? s : vmax[h];
+        std::memcpy(p + h * kAttnSpan + nc * kChunk, &s, sizeof s);
+      }
+      r0 += kChunk;
+      if (r0 >= end && ++ri < n_runs) r0 = runs[ri].first - runs[ri].first % kChunk;
+    }
+    // (2) The running max, sum and output move once per head and span.
+    float mx[G];
+    for (int h = 0; h < G; ++h) {
+      mx[h] = std::max(lanes_max(vmax[h]), m[h]);
+      if (mx[h] != m[h]) {
+        const float corr = m[h] == -INFINITY ? 0.0f : exp_nonpositive(m[h] - mx[h]);
+        m[h] = mx[h];
+        l[h] *= corr;
+        for (int d = 0; d < HD; ++d) acc[h * HD + d] *= corr;
+      }
+    }
+    // (3) exp and the V sums, BH heads at a time.
+    for (int h0 = 0; h0 < G; h0 += BH) {
+      Lanes part[BH][HD] = {}, vsum[BH] = {};
+      for (int c = 0; c < nc; ++c) {
+        const Chunk& ch = chunks[c];
+        Lanes e[BH];
+        for (int h = 0; h < BH; ++h) {
+          const Lanes x = load_lanes(p + (h0 + h) * kAttnSpan + c * kChunk);
+          e[h] = x == Lanes{} - INFINITY ? Lanes{} : exp_nonpositive(x - mx[h0 + h]);
+          vsum[h] += e[h];
+        }
+        const bool partial = ch.lo > 0 || ch.hi < kChunk;
+        for (int d = 0; d < HD; ++d) {
+          Lanes v = E::load16(ch.v + static_cast<long>(d) * ch.cs);
+          if (partial) v = SS_LANES_BETWEEN(ch.lo, ch.hi) ? v : Lanes{};  // a reused block's stale value may be inf
+          for (int h = 0; h < BH; ++h) part[h][d] += e[h] * v;
+        }
+      }
+      for (int h = 0; h < BH; ++h) {
+        l[h0 + h] += lanes_sum(vsum[h]);
+        for (int d = 0; d < HD; ++d) acc[(h0 + h) * HD + d] += lanes_sum(part[h][d]);
+      }
+    }
+  }
+}
+
 // Online softmax over a list of runs of dimension-major float-type blocks, a
 // span of up to kAttnSpan keys at a time: (1) every chunk's scores for the g
 // heads into p [g][kAttnSpan], masked lanes -inf; (2) per head, one max over
@@ -831,6 +980,11 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
                                   const AttnScoring* scoring) {
   using T = typename E::T;
   constexpr bool kQuant = kQuantElems<E>;
+  if constexpr (HD == 8 && W && !kQuant && G > 0) {
+    bool fits = runs[0].kv.v_dim_major && !scoring;
+    for (int i = 0; i < n_runs && fits; ++i) fits = runs[i].kv.col_stride % kChunk == 0;
+    if (fits) return span_update_hd8<E, G>(runs, n_runs, scale, m, l, acc, scratch);
+  }
   const int g = G > 0 ? G : g_runtime;
   const int hd = HD > 0 ? HD : hd_runtime;
   float* __restrict__ p = scratch;                    // [g][kAttnSpan]
@@ -942,6 +1096,15 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       }
     }
     // (3) The chunks' V rows.
+    if constexpr (!kQuant && (HD == 0 || HD == 8)) {
+      if (runs[0].kv.v_dim_major) {
+        constexpr int BH = W ? 2 : 1;  // W: 16 sums of 16 lanes in registers
+        int h0 = 0;
+        for (; h0 + BH <= g; h0 += BH) accumulate_span_dm<HD, E, W, BH>(p, h0, hd, pieces, np, runs, pad, acc);
+        for (; h0 < g; ++h0) accumulate_span_dm<HD, E, W, 1>(p, h0, hd, pieces, np, runs, pad, acc);
+        continue;
+      }
+    }
     if constexpr (HD == 8 && W && !kQuant) {
       for (int h0 = 0; h0 < g; h0 += 4) {
         const int nh = g - h0 < 4 ? g - h0 : 4;
@@ -1100,7 +1263,12 @@ void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float
   const GgmlType type = runs[0].kv.type;
   SS_CHECK_MSG(kv_k_dim_major(type) || type == GgmlType::Q8_0 || type == GgmlType::Q4_0,
                "attention: unsupported KV cache type");
-  for (int i = 1; i < n_runs; ++i) SS_CHECK_MSG(runs[i].kv.type == type, "attention: runs of mixed KV cache types");
+  const bool v_dim_major = runs[0].kv.v_dim_major;
+  SS_CHECK_MSG(!v_dim_major || (kv_k_dim_major(type) && hd <= 8),
+               "attention: dimension-major V is for float-type caches and heads of 8 or less");
+  for (int i = 1; i < n_runs; ++i)
+    SS_CHECK_MSG(runs[i].kv.type == type && runs[i].kv.v_dim_major == v_dim_major,
+                 "attention: runs of mixed KV cache layouts");
   pick_runs(type, hd, g)(g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring);
 }
 
@@ -1128,8 +1296,13 @@ void kv_decode_head(const KvHeadView& kv, int first, int count, int hd, float* k
       for (int d = 0; d < hd; ++d)
         dequantize_row(kv.type, k8 + (static_cast<size_t>(kv.elem0 + d) * kv.col_stride + key) * es,
                        k_out + static_cast<size_t>(d) * count + r, 1);
-      dequantize_row(kv.type, v8 + static_cast<size_t>(key) * kv.row_bytes + kv.elem0 * es,
-                     v_out + static_cast<size_t>(r) * hd, hd);
+      if (kv.v_dim_major)
+        for (int d = 0; d < hd; ++d)
+          dequantize_row(kv.type, v8 + (static_cast<size_t>(kv.elem0 + d) * kv.col_stride + key) * es,
+                         v_out + static_cast<size_t>(r) * hd + d, 1);
+      else
+        dequantize_row(kv.type, v8 + static_cast<size_t>(key) * kv.row_bytes + kv.elem0 * es,
+                       v_out + static_cast<size_t>(r) * hd, hd);
     } else {
       // Whole blocks up to the head's end, then the head's slice.
       const int n = (kv.elem0 + hd + 31) / 32 * 32;

@@ -62,8 +62,10 @@ void attn_online_finish(int g, int hd, const float* l, const float* acc, float* 
 // Q8_0, Q4_0). Float types keep K dimension-major (k: the block's K, element
 // (d, key r) at k[d * col_stride + r]); Q8_0/Q4_0 keep K token-major like V,
 // one row of ggml blocks of 32 per token (a block may span heads). V is
-// token-major for every type: row r at v + r * row_bytes. The head's first
-// element within a token's row (its first K dimension row) is elem0.
+// token-major (row r at v + r * row_bytes) unless v_dim_major: then it is
+// laid out as float-type K is (element (d, key r) at v[d * col_stride + r]).
+// The head's first element within a token's row (its first K dimension
+// row) is elem0.
 struct KvHeadView {
   GgmlType type = GgmlType::F32;
   const void* k = nullptr;
@@ -71,9 +73,17 @@ struct KvHeadView {
   int col_stride = 0;    // K columns per dimension row (float types)
   size_t row_bytes = 0;  // bytes per token row (V; K of quantized types)
   int elem0 = 0;
+  bool v_dim_major = false;
 };
 // Does this cache type keep K dimension-major?
 inline bool kv_k_dim_major(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+// Should a cache of this type for heads this wide keep V dimension-major
+// too? Heads of 8 or less: a token's V row of one head is then a quarter of
+// a vector, and summing it token by token costs more shuffles and
+// broadcasts than multiply-adds; dimension-major, one vector holds one
+// dimension of 16 keys, multiplied lane by lane with their probabilities.
+// Wider heads fill whole vectors token-major.
+inline bool kv_v_dim_major_suits(GgmlType t, int head_dim) { return kv_k_dim_major(t) && head_dim <= 8; }
 // attn_online_update over a typed block: each key and value element is
 // decoded in registers as it is read (no dequantised copy of the block).
 void attn_online_update_kv(const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale,

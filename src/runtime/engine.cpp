@@ -35,11 +35,20 @@ RopeScaling rope_scaling(const RotaryConfig& r) {
 }
 }  // namespace
 
+namespace {
+// A pool of n_blocks for n_layers of this model's KV rows, laid out as its
+// heads are read fastest.
+BlockPoolConfig kv_pool_config(const ModelConfig& c, const EngineOptions& opts, int n_blocks, int n_layers) {
+  BlockPoolConfig p{n_blocks, opts.block_tokens, n_layers, c.kv_dim(), opts.kv_type};
+  p.v_dim_major = kv_v_dim_major_suits(opts.kv_type, c.head_dim);
+  return p;
+}
+}  // namespace
+
 Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
     : model_(with_kernel_layouts(std::move(model), opts.act_quant)),
       opts_(opts),
-      pool_(BlockPoolConfig{opts.kv_blocks, opts.block_tokens, model_->config.full_layers(), model_->config.kv_dim(),
-                            opts.kv_type}),
+      pool_(kv_pool_config(model_->config, opts, opts.kv_blocks, model_->config.full_layers())),
       threads_(opts.threads) {
   SS_CHECK(opts.max_chunk > 0);
   const auto& c = config();
@@ -51,8 +60,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& opts)
   }
   if (slots[kSliding] > 0)
     swa_pool_ = std::make_unique<BlockPool>(
-        BlockPoolConfig{opts.sliding_kv_blocks > 0 ? opts.sliding_kv_blocks : opts.kv_blocks, opts.block_tokens,
-                        slots[kSliding], c.kv_dim(), opts.kv_type});
+        kv_pool_config(c, opts, opts.sliding_kv_blocks > 0 ? opts.sliding_kv_blocks : opts.kv_blocks, slots[kSliding]));
   if (c.positions == PositionKind::Rope) {
     rope_style_ = c.rotaries[0].neox ? RopeStyle::Neox : RopeStyle::Interleaved;
     for (const auto& r : c.rotaries) {

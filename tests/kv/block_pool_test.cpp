@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "format/ggml_types.h"
 #include "util/mapped_file.h"
 
 namespace ss {
@@ -79,6 +80,65 @@ TEST(BlockPool, BlocksAndLayersDoNotOverlap) {
       EXPECT_EQ(pool.v(id, l) - pool.k(id, l), 4 * 3);
     }
   EXPECT_EQ(starts.size(), 8u);
+}
+
+// Rows written through store() come back through load() and load_raw() /
+// store_raw() unchanged, and sit where the attention kernels' view says:
+// K dimension-major, V token-major or (v_dim_major) dimension-major; for
+// every float type, in a second block and layer.
+TEST(BlockPool, RowsRoundTripInEitherVLayout) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+    for (bool v_dm : {false, true}) {
+      constexpr int kTokens = 4, kDim = 6;
+      BlockPoolConfig cfg{2, kTokens, 2, kDim, type};
+      cfg.v_dim_major = v_dm;
+      BlockPool pool(cfg);
+      ASSERT_EQ(pool.v_dim_major(), v_dm);
+      const BlockId id = *pool.allocate(), other = *pool.allocate();
+      // Values exact in every type: small integers.
+      auto value = [](int t, int d, bool is_v) { return static_cast<float>((is_v ? 100 : 0) + 10 * t + d); };
+      for (int t = 0; t < kTokens; ++t) {
+        float k[kDim], v[kDim];
+        for (int d = 0; d < kDim; ++d) {
+          k[d] = value(t, d, false);
+          v[d] = value(t, d, true);
+        }
+        pool.store(id, 1, t, k, v);
+      }
+      const size_t es = type == GgmlType::F32 ? 4 : 2;
+      for (int t = 0; t < kTokens; ++t) {
+        float k[kDim], v[kDim];
+        pool.load(id, 1, t, k, v);
+        for (int d = 0; d < kDim; ++d) {
+          EXPECT_EQ(k[d], value(t, d, false));
+          EXPECT_EQ(v[d], value(t, d, true));
+        }
+        // Where the kernels read them: element d of token t of head 1 (elements 3-5).
+        const KvHeadView view = pool.head_view(id, 1, 3);
+        EXPECT_EQ(view.v_dim_major, v_dm);
+        std::vector<float> kh(3 * 1), vh(3);
+        kv_decode_head(view, t, 1, 3, kh.data(), vh.data());
+        for (int d = 0; d < 3; ++d) {
+          EXPECT_EQ(kh[d], value(t, 3 + d, false));
+          EXPECT_EQ(vh[d], value(t, 3 + d, true));
+        }
+        const auto* v0 = static_cast<const uint8_t*>(view.v);
+        const size_t at = v_dm ? (static_cast<size_t>(kDim - 1) * kTokens + t) * es
+                               : static_cast<size_t>(t) * pool.row_bytes() + (kDim - 1) * es;
+        float last;
+        dequantize_row(type, v0 + at, &last, 1);
+        EXPECT_EQ(last, value(t, kDim - 1, true)) << "v_dm " << v_dm;
+        // Raw rows move to another block and layer intact.
+        std::vector<uint8_t> kr(pool.row_bytes()), vr(pool.row_bytes());
+        pool.load_raw(id, 1, t, kr.data(), vr.data());
+        pool.store_raw(other, 0, kTokens - 1 - t, kr.data(), vr.data());
+        pool.load(other, 0, kTokens - 1 - t, k, v);
+        for (int d = 0; d < kDim; ++d) {
+          EXPECT_EQ(k[d], value(t, d, false));
+          EXPECT_EQ(v[d], value(t, d, true));
+        }
+      }
+    }
 }
 
 }  // namespace

@@ -15,15 +15,18 @@ namespace ss {
 namespace {
 
 // One block of `bt` tokens, rows kv_dim wide, in `type`'s layout
-// (attention.h's KvHeadView), filled from random floats.
+// (attention.h's KvHeadView; V dimension-major too if v_dm), filled from
+// random floats.
 struct TypedBlock {
   GgmlType type;
   int bt, kv_dim;
+  bool v_dm;
   size_t row_bytes;
   std::vector<uint8_t> k, v;
   std::vector<float> k_f, v_f;  // [bt][kv_dim]: what the block holds, dequantized by format/
 
-  TypedBlock(GgmlType t, int tokens, int dim, std::mt19937& rng) : type(t), bt(tokens), kv_dim(dim) {
+  TypedBlock(GgmlType t, int tokens, int dim, std::mt19937& rng, bool v_dim_major = false)
+      : type(t), bt(tokens), kv_dim(dim), v_dm(v_dim_major) {
     std::uniform_real_distribution<float> u(-2, 2);
     row_bytes = ::ss::row_bytes(t, dim);
     std::vector<float> kr(static_cast<size_t>(dim)), vr(kr.size());
@@ -37,23 +40,46 @@ struct TypedBlock {
         kr[static_cast<size_t>(d)] = u(rng);
         vr[static_cast<size_t>(d)] = u(rng);
       }
-      std::vector<uint8_t> krow(row_bytes);
+      std::vector<uint8_t> krow(row_bytes), vrow(row_bytes);
       quantize_row(t, kr.data(), krow.data(), dim);
-      quantize_row(t, vr.data(), v.data() + static_cast<size_t>(r) * row_bytes, dim);
+      quantize_row(t, vr.data(), vrow.data(), dim);
       dequantize_row(t, krow.data(), k_f.data() + static_cast<size_t>(r) * dim, dim);
-      dequantize_row(t, v.data() + static_cast<size_t>(r) * row_bytes, v_f.data() + static_cast<size_t>(r) * dim, dim);
-      if (es == 0) {
-        std::copy(krow.begin(), krow.end(),
-                  k.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * row_bytes));
-      } else {  // dimension-major: element (d, r) at d * bt + r
-        for (int d = 0; d < dim; ++d)
-          std::copy_n(krow.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(d) * es), es,
-                      k.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(d) * bt + r) * es));
-      }
+      dequantize_row(t, vrow.data(), v_f.data() + static_cast<size_t>(r) * dim, dim);
+      put(k, es == 0, r, krow);
+      put(v, !v_dm, r, vrow);
     }
   }
-  KvHeadView view(int elem0) const { return KvHeadView{type, k.data(), v.data(), bt, row_bytes, elem0}; }
+  // Token r's row into a K or V half, token-major or dimension-major
+  // (element (d, r) at d * bt + r).
+  void put(std::vector<uint8_t>& half, bool token_major, int r, const std::vector<uint8_t>& row) const {
+    if (token_major) {
+      std::copy(row.begin(), row.end(), half.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(r) * row_bytes));
+      return;
+    }
+    const size_t es = row_bytes / static_cast<size_t>(kv_dim);
+    for (int d = 0; d < kv_dim; ++d)
+      std::copy_n(row.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(d) * es), es,
+                  half.begin() + static_cast<std::ptrdiff_t>((static_cast<size_t>(d) * bt + r) * es));
+  }
+  // Token r's K and V elements set to +inf, as a reused block's stale
+  // slots may hold (float types): attention must not read them.
+  void poison(int r) {
+    const size_t es = row_bytes / static_cast<size_t>(kv_dim);
+    std::vector<uint8_t> row(row_bytes);
+    const uint32_t bits = type == GgmlType::F32 ? 0x7f800000u : type == GgmlType::F16 ? 0x7c00u : 0x7f80u;
+    for (int d = 0; d < kv_dim; ++d) std::memcpy(row.data() + static_cast<size_t>(d) * es, &bits, es);
+    put(k, false, r, row);
+    put(v, !v_dm, r, row);
+  }
+  KvHeadView view(int elem0) const { return KvHeadView{type, k.data(), v.data(), bt, row_bytes, elem0, v_dm}; }
 };
+
+// The layouts a cache of this type and head size may use: V token-major, and
+// for float types with heads of 8 or less also dimension-major.
+std::vector<bool> v_layouts(GgmlType type, int hd) {
+  if (kv_v_dim_major_suits(type, hd)) return {false, true};
+  return {false};
+}
 
 constexpr GgmlType kTypes[] = {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0};
 
@@ -61,51 +87,52 @@ void check_TypedBlocksMatchDequantizedTwin() {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-2, 2);
   for (GgmlType type : kTypes)
-    for (int hd : {8, 13, 16, 40, 64, 128})
+    for (int hd : {3, 8, 13, 16, 40, 64, 128})
       for (int g : {1, 3, 4}) {
         const int heads = 3;
         const int kv_dim = (hd * heads + 31) / 32 * 32;  // quantized rows: whole blocks; heads straddle them
-        for (int bt : {7, 16, 37}) {
-          const TypedBlock blk(type, bt, kv_dim, rng);
-          for (int head = 0; head < heads; ++head) {
-            const int elem0 = head * hd;
-            std::vector<float> q(static_cast<size_t>(g) * hd);
-            for (auto& x : q) x = u(rng);
-            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-            std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
-                scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
-            attn_online_init(g, hd, m.data(), l.data(), acc.data());
-            // Uneven runs over the block's keys, as the paged cache's walk gives them.
-            for (int r0 = 0; r0 < bt;) {
-              const int count = std::min(bt - r0, 1 + (r0 * 5) % 11);
-              attn_online_update_kv(q.data(), g, blk.view(elem0), r0, count, hd, scale, m.data(), l.data(), acc.data(),
-                                    scratch.data());
-              r0 += count;
-            }
-            attn_online_finish(g, hd, l.data(), acc.data(), out.data());
-            // Twin: the dequantized rows, dimension-major K, two-pass softmax.
-            std::vector<float> kc(static_cast<size_t>(hd) * bt), vr(static_cast<size_t>(bt) * hd);
-            for (int r = 0; r < bt; ++r)
-              for (int d = 0; d < hd; ++d) {
-                kc[static_cast<size_t>(d) * bt + r] = blk.k_f[static_cast<size_t>(r) * kv_dim + elem0 + d];
-                vr[static_cast<size_t>(r) * hd + d] = blk.v_f[static_cast<size_t>(r) * kv_dim + elem0 + d];
+        for (int bt : {7, 16, 37, 48})
+          for (bool v_dm : v_layouts(type, hd)) {
+            const TypedBlock blk(type, bt, kv_dim, rng, v_dm);
+            for (int head = 0; head < heads; ++head) {
+              const int elem0 = head * hd;
+              std::vector<float> q(static_cast<size_t>(g) * hd);
+              for (auto& x : q) x = u(rng);
+              const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+              std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+                  scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
+              attn_online_init(g, hd, m.data(), l.data(), acc.data());
+              // Uneven runs over the block's keys, as the paged cache's walk gives them.
+              for (int r0 = 0; r0 < bt;) {
+                const int count = std::min(bt - r0, 1 + (r0 * 5) % 11);
+                attn_online_update_kv(q.data(), g, blk.view(elem0), r0, count, hd, scale, m.data(), l.data(),
+                                      acc.data(), scratch.data());
+                r0 += count;
               }
-            std::vector<float> kd(kc.size()), vd(vr.size());
-            kv_decode_head(blk.view(elem0), 0, bt, hd, kd.data(), vd.data());
-            ASSERT_EQ(kd, kc) << type_name(static_cast<uint32_t>(type));
-            ASSERT_EQ(vd, vr);
-            for (int h = 0; h < g; ++h) {
-              std::vector<float> p(static_cast<size_t>(bt)), want(static_cast<size_t>(hd), 0.0f);
-              attn_scores_scalar(q.data() + h * hd, kc.data(), bt, bt, hd, scale, p.data());
-              softmax_scalar(p.data(), bt);
-              attn_accumulate_scalar(p.data(), vr.data(), hd, bt, hd, want.data());
-              for (int d = 0; d < hd; ++d)
-                ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
-                    << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " g=" << g << " bt=" << bt
-                    << " head=" << head << " h=" << h << " d=" << d;
+              attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+              // Twin: the dequantized rows, dimension-major K, two-pass softmax.
+              std::vector<float> kc(static_cast<size_t>(hd) * bt), vr(static_cast<size_t>(bt) * hd);
+              for (int r = 0; r < bt; ++r)
+                for (int d = 0; d < hd; ++d) {
+                  kc[static_cast<size_t>(d) * bt + r] = blk.k_f[static_cast<size_t>(r) * kv_dim + elem0 + d];
+                  vr[static_cast<size_t>(r) * hd + d] = blk.v_f[static_cast<size_t>(r) * kv_dim + elem0 + d];
+                }
+              std::vector<float> kd(kc.size()), vd(vr.size());
+              kv_decode_head(blk.view(elem0), 0, bt, hd, kd.data(), vd.data());
+              ASSERT_EQ(kd, kc) << type_name(static_cast<uint32_t>(type));
+              ASSERT_EQ(vd, vr);
+              for (int h = 0; h < g; ++h) {
+                std::vector<float> p(static_cast<size_t>(bt)), want(static_cast<size_t>(hd), 0.0f);
+                attn_scores_scalar(q.data() + h * hd, kc.data(), bt, bt, hd, scale, p.data());
+                softmax_scalar(p.data(), bt);
+                attn_accumulate_scalar(p.data(), vr.data(), hd, bt, hd, want.data());
+                for (int d = 0; d < hd; ++d)
+                  ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
+                      << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " g=" << g << " bt=" << bt
+                      << " v_dm=" << v_dm << " head=" << head << " h=" << h << " d=" << d;
+              }
             }
           }
-        }
       }
 }
 
@@ -120,61 +147,67 @@ void check_RunListMatchesTwoPassTwin() {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> u(-2, 2);
   for (GgmlType type : kTypes)
-    for (int hd : {8, 16, 13, 64})
-      for (int g : {1, 2, 3, 5, 8})
-        for (int shaping = 0; shaping < 3; ++shaping) {  // none, ALiBi, softcap + ALiBi
-          const int heads = 2, kv_dim = (hd * heads + 31) / 32 * 32, bt = 16, n_blocks = 24;
-          std::vector<TypedBlock> blocks;
-          for (int b = 0; b < n_blocks; ++b) blocks.emplace_back(type, bt, kv_dim, rng);
-          const int elem0 = hd;  // the second KV head
-          std::vector<float> q_sink(static_cast<size_t>(g) * hd), q_win(q_sink.size()), slopes(static_cast<size_t>(g));
-          for (auto& x : q_sink) x = u(rng);
-          for (auto& x : q_win) x = u(rng);
-          for (auto& x : slopes) x = 0.05f + 0.1f * std::abs(u(rng));
-          AttnScoring scoring;
-          if (shaping >= 1) scoring.slopes = slopes.data();
-          if (shaping == 2) scoring.softcap = 3.0f;
-          std::vector<KvRun> runs;
-          std::vector<float> col0s;
-          float pos = -400;  // cache distance of the next key to the query
-          for (int b = 0; b < n_blocks; ++b) {
-            const int first = (b * 7) % 5, count = bt - first - (b % 3);
-            runs.push_back(KvRun{blocks[static_cast<size_t>(b)].view(elem0), b < 2 ? q_sink.data() : q_win.data(),
-                                 first, count, pos - static_cast<float>(first)});
-            pos += static_cast<float>(count);
-          }
-          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-          std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
-              scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
-          attn_online_init(g, hd, m.data(), l.data(), acc.data());
-          attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, scale, m.data(), l.data(),
-                                  acc.data(), scratch.data(), shaping ? &scoring : nullptr);
-          attn_online_finish(g, hd, l.data(), acc.data(), out.data());
-          for (int h = 0; h < g; ++h) {
-            std::vector<float> p, vr;
-            for (const KvRun& run : runs) {
-              const auto& blk = blocks[static_cast<size_t>(&run - runs.data())];
-              std::vector<float> kc(static_cast<size_t>(hd) * run.count), vv(static_cast<size_t>(run.count) * hd),
-                  sc(static_cast<size_t>(run.count));
-              kv_decode_head(blk.view(elem0), run.first, run.count, hd, kc.data(), vv.data());
-              attn_scores_scalar(run.q + h * hd, kc.data(), run.count, run.count, hd, scale, sc.data());
-              for (int r = 0; r < run.count; ++r) {
-                float x = sc[static_cast<size_t>(r)];
-                if (shaping == 2) x = 3.0f * std::tanh(x / 3.0f);
-                if (shaping >= 1) x += slopes[static_cast<size_t>(h)] * (run.col0 + static_cast<float>(run.first + r));
-                p.push_back(x);
-              }
-              vr.insert(vr.end(), vv.begin(), vv.end());
+    for (int hd : {8, 16, 13, 64, 5})
+      for (int g : {1, 2, 3, 4, 5, 8})
+        for (int shaping = 0; shaping < 3; ++shaping)  // none, ALiBi, softcap + ALiBi
+          for (bool v_dm : v_layouts(type, hd)) {
+            const int heads = 2, kv_dim = (hd * heads + 31) / 32 * 32, bt = 16, n_blocks = 24;
+            std::vector<TypedBlock> blocks;
+            for (int b = 0; b < n_blocks; ++b) blocks.emplace_back(type, bt, kv_dim, rng, v_dm);
+            const int elem0 = hd;  // the second KV head
+            std::vector<float> q_sink(static_cast<size_t>(g) * hd), q_win(q_sink.size()),
+                slopes(static_cast<size_t>(g));
+            for (auto& x : q_sink) x = u(rng);
+            for (auto& x : q_win) x = u(rng);
+            for (auto& x : slopes) x = 0.05f + 0.1f * std::abs(u(rng));
+            AttnScoring scoring;
+            if (shaping >= 1) scoring.slopes = slopes.data();
+            if (shaping == 2) scoring.softcap = 3.0f;
+            std::vector<KvRun> runs;
+            std::vector<float> col0s;
+            float pos = -400;  // cache distance of the next key to the query
+            for (int b = 0; b < n_blocks; ++b) {
+              const int first = (b * 7) % 5, count = bt - first - (b % 3);
+              if (kv_k_dim_major(type))
+                for (int r = 0; r < bt; ++r)
+                  if (r < first || r >= first + count) blocks[static_cast<size_t>(b)].poison(r);
+              runs.push_back(KvRun{blocks[static_cast<size_t>(b)].view(elem0), b < 2 ? q_sink.data() : q_win.data(),
+                                   first, count, pos - static_cast<float>(first)});
+              pos += static_cast<float>(count);
             }
-            softmax_scalar(p.data(), static_cast<int>(p.size()));
-            std::vector<float> want(static_cast<size_t>(hd), 0.0f);
-            attn_accumulate_scalar(p.data(), vr.data(), hd, static_cast<int>(p.size()), hd, want.data());
-            for (int d = 0; d < hd; ++d)
-              ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
-                  << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " g=" << g << " shaping=" << shaping
-                  << " h=" << h << " d=" << d;
+            const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+            std::vector<float> m(g), l(g), acc(static_cast<size_t>(g) * hd), out(acc.size()),
+                scratch(static_cast<size_t>(attn_scratch_floats(g, hd)));
+            attn_online_init(g, hd, m.data(), l.data(), acc.data());
+            attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, scale, m.data(), l.data(),
+                                    acc.data(), scratch.data(), shaping ? &scoring : nullptr);
+            attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+            for (int h = 0; h < g; ++h) {
+              std::vector<float> p, vr;
+              for (const KvRun& run : runs) {
+                const auto& blk = blocks[static_cast<size_t>(&run - runs.data())];
+                std::vector<float> kc(static_cast<size_t>(hd) * run.count), vv(static_cast<size_t>(run.count) * hd),
+                    sc(static_cast<size_t>(run.count));
+                kv_decode_head(blk.view(elem0), run.first, run.count, hd, kc.data(), vv.data());
+                attn_scores_scalar(run.q + h * hd, kc.data(), run.count, run.count, hd, scale, sc.data());
+                for (int r = 0; r < run.count; ++r) {
+                  float x = sc[static_cast<size_t>(r)];
+                  if (shaping == 2) x = 3.0f * std::tanh(x / 3.0f);
+                  if (shaping >= 1)
+                    x += slopes[static_cast<size_t>(h)] * (run.col0 + static_cast<float>(run.first + r));
+                  p.push_back(x);
+                }
+                vr.insert(vr.end(), vv.begin(), vv.end());
+              }
+              softmax_scalar(p.data(), static_cast<int>(p.size()));
+              std::vector<float> want(static_cast<size_t>(hd), 0.0f);
+              attn_accumulate_scalar(p.data(), vr.data(), hd, static_cast<int>(p.size()), hd, want.data());
+              for (int d = 0; d < hd; ++d)
+                ASSERT_NEAR(out[static_cast<size_t>(h) * hd + d], want[d], 2e-5f)
+                    << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " g=" << g << " shaping=" << shaping
+                    << " v_dm=" << v_dm << " h=" << h << " d=" << d;
+            }
           }
-        }
 }
 
 TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_cpu_level(check_RunListMatchesTwoPassTwin); }
