@@ -119,18 +119,38 @@ void BlockPool::store_part(BlockId id, int layer, int offset, int elem0, int n, 
   }
 }
 
-void BlockPool::put_column(uint8_t* half, int offset, int elem0, int n, const uint8_t* elems) const {
-  const size_t es = elem_bytes();
+namespace {
+// Elements of ES bytes from a contiguous row to a column of stride `stride`
+// elements (or back): a copy of constant size per element, which compiles
+// to one move (a run-time size is a call to memcpy per element).
+template <size_t ES>
+void scatter(uint8_t* col, size_t stride, const uint8_t* row, int n) {
   for (int d = 0; d < n; ++d)
-    std::memcpy(half + (static_cast<size_t>(elem0 + d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es,
-                elems + static_cast<size_t>(d) * es, es);
+    std::memcpy(col + static_cast<size_t>(d) * stride * ES, row + static_cast<size_t>(d) * ES, ES);
+}
+template <size_t ES>
+void gather(uint8_t* row, const uint8_t* col, size_t stride, int n) {
+  for (int d = 0; d < n; ++d)
+    std::memcpy(row + static_cast<size_t>(d) * ES, col + static_cast<size_t>(d) * stride * ES, ES);
+}
+}  // namespace
+
+void BlockPool::put_column(uint8_t* half, int offset, int elem0, int n, const uint8_t* elems) const {
+  const size_t es = elem_bytes(), bt = static_cast<size_t>(cfg_.block_tokens);
+  uint8_t* col = half + (static_cast<size_t>(elem0) * bt + static_cast<size_t>(offset)) * es;
+  if (es == 4)
+    scatter<4>(col, bt, elems, n);
+  else
+    scatter<2>(col, bt, elems, n);
 }
 
 void BlockPool::get_column(const uint8_t* half, int offset, uint8_t* elems) const {
-  const size_t es = elem_bytes();
-  for (int d = 0; d < cfg_.kv_dim; ++d)
-    std::memcpy(elems + static_cast<size_t>(d) * es,
-                half + (static_cast<size_t>(d) * cfg_.block_tokens + static_cast<size_t>(offset)) * es, es);
+  const size_t es = elem_bytes(), bt = static_cast<size_t>(cfg_.block_tokens);
+  const uint8_t* col = half + static_cast<size_t>(offset) * es;
+  if (es == 4)
+    gather<4>(elems, col, bt, cfg_.kv_dim);
+  else
+    gather<2>(elems, col, bt, cfg_.kv_dim);
 }
 
 void BlockPool::load(BlockId id, int layer, int offset, float* k_row, float* v_row) const {

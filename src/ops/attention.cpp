@@ -137,6 +137,34 @@ struct F16cElems {
 };
 #endif
 
+#ifdef SS_F16C_ASM
+// exp(x) of scores' differences from their max (x <= 0, or -inf for a masked
+// lane) in the AVX-512 clone: fast_exp's reduction and polynomial, with
+// 2^k applied by vscalefps (through inline assembly, as vcvtph2ps above),
+// which needs no clamp above and no exponent-bit arithmetic (the same
+// values as fast_exp::exp_clamped). x is clamped below at -87, so a masked
+// lane gives exp(-87) ~ 1.6e-38 rather than 0: a softmax sum holds at least
+// 1 (the max's own term), so that is below its rounding, and the lane's V
+// values are zero.
+SS_ALWAYS_INLINE Lanes exp_nonpositive_avx512(Lanes x) {
+  x = x > -87.0f ? x : Lanes{} - 87.0f;
+  const Lanes t = x * 1.44269504f + 12582912.0f;
+  const Lanes k = t - 12582912.0f;
+  const Lanes r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
+  Lanes p = Lanes{} + 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  Lanes out;
+  asm("vscalefps %2, %1, %0" : "=v"(out) : "v"(p), "v"(k));
+  return out;
+}
+#define SS_EXP_SCALEF 1
+#endif
+
 // The element loader a clone at level L reads a cache of element type E with.
 template <class E, CloneLevel L>
 struct ClonedElems {
@@ -945,7 +973,11 @@ SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale
         Lanes e[BH];
         for (int h = 0; h < BH; ++h) {
           const Lanes x = load_lanes(p + (h0 + h) * kAttnSpan + c * kChunk);
+#ifdef SS_EXP_SCALEF
+          e[h] = exp_nonpositive_avx512(x - mx[h0 + h]);
+#else
           e[h] = x == Lanes{} - INFINITY ? Lanes{} : exp_nonpositive(x - mx[h0 + h]);
+#endif
           vsum[h] += e[h];
         }
         const bool partial = ch.lo > 0 || ch.hi < kChunk;
