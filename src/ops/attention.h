@@ -10,6 +10,7 @@
 #include <cstddef>
 
 #include "format/ggml_types.h"
+#include "ops/clones.h"
 
 namespace ss {
 
@@ -78,12 +79,16 @@ struct KvHeadView {
 // Does this cache type keep K dimension-major?
 inline bool kv_k_dim_major(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
 // Should a cache of this type for heads this wide keep V dimension-major
-// too? Heads of 8 or less: a token's V row of one head is then a quarter of
-// a vector, and summing it token by token costs more shuffles and
-// broadcasts than multiply-adds; dimension-major, one vector holds one
-// dimension of 16 keys, multiplied lane by lane with their probabilities.
-// Wider heads fill whole vectors token-major.
-inline bool kv_v_dim_major_suits(GgmlType t, int head_dim) { return kv_k_dim_major(t) && head_dim <= 8; }
+// too, on this CPU? Heads of 8 or less where the AVX-512 clone runs: a
+// token's V row of one head is then half a vector, and summing it token by
+// token costs more shuffles and broadcasts than multiply-adds;
+// dimension-major, one vector holds one dimension of 16 keys, multiplied
+// lane by lane with their probabilities (BM_AttentionRuns F16 hd 8: 1.35-1.45x).
+// Wider heads fill whole vectors token-major; the AVX2 clone, with half the
+// registers, reads dimension-major V 1.25-1.3x slower than token-major.
+inline bool kv_v_dim_major_suits(GgmlType t, int head_dim) {
+  return kv_k_dim_major(t) && head_dim <= 8 && clone_level() == CloneLevel::Avx512;
+}
 // attn_online_update over a typed block: each key and value element is
 // decoded in registers as it is read (no dequantised copy of the block).
 void attn_online_update_kv(const float* q, int g, const KvHeadView& kv, int first, int count, int hd, float scale,

@@ -75,9 +75,10 @@ struct TypedBlock {
 };
 
 // The layouts a cache of this type and head size may use: V token-major, and
-// for float types with heads of 8 or less also dimension-major.
+// for float types with heads of 8 or less also dimension-major (a pool
+// chooses it where the AVX-512 clone runs, but every clone reads it).
 std::vector<bool> v_layouts(GgmlType type, int hd) {
-  if (kv_v_dim_major_suits(type, hd)) return {false, true};
+  if (kv_k_dim_major(type) && hd <= 8) return {false, true};
   return {false};
 }
 
