@@ -188,7 +188,8 @@ void BlockPool::store_raw(BlockId id, int layer, int offset, const uint8_t* k_ro
 
 uint8_t* BlockPool::base(BlockId id, int layer) {
   SS_CHECK(id >= 0 && id < cfg_.n_blocks && layer >= 0 && layer < cfg_.n_layers);
-  return data_ + static_cast<size_t>(id) * block_bytes_ + static_cast<size_t>(layer) * 2 * layer_half_;
+  return data_ + (static_cast<size_t>(layer) * static_cast<size_t>(cfg_.n_blocks) + static_cast<size_t>(id)) * 2 *
+                     layer_half_;
 }
 
 }  // namespace ss

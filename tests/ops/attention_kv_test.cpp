@@ -213,6 +213,61 @@ void check_RunListMatchesTwoPassTwin() {
 
 TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_cpu_level(check_RunListMatchesTwoPassTwin); }
 
+// A key whose score is more than 69 below the max gets probability exactly
+// 0 (below e^-69 ~ 1e-30 it changes no sum that holds the max's 1, and its
+// products with values would fall into the slow subnormal range); one 60
+// below keeps its e^-60 share. Values of 1e25 make both visible: key 1
+// (score -60) adds e^-60 * 1e25 ~ 0.087 to dimension 0, key 2 (score -70)
+// would add 4e-6 to dimension 1 (F32; half floats and Q8_0 hold 6e4, too
+// little to show either, and are checked against the same twin). Every
+// kernel path: heads of 8 (V either layout) and 16, float and quantized
+// caches.
+void check_KeysFarBelowTheMaxGetNoProbability() {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0})
+    for (int hd : {8, 16})
+      for (bool v_dm : v_layouts(type, hd)) {
+        const int bt = 16, kv_dim = 32;
+        std::mt19937 rng(3);
+        TypedBlock blk(type, bt, kv_dim, rng, v_dm);
+        // Rows: K of key r is (s_r, 0, ...) with q = (1, 0, ...) and scale 1;
+        // V of key 0 is (1, 1, 0...), key 1 (1e25 in dim 0), key 2 (1e25 in dim 1).
+        const float scores[3] = {0.0f, -60.0f, -70.0f};
+        for (int r = 0; r < 3; ++r) {
+          std::vector<float> kr(kv_dim, 0.0f), vr(kv_dim, 0.0f);
+          kr[0] = scores[r];
+          if (r == 0) vr[0] = vr[1] = 1.0f;
+          if (r > 0) vr[static_cast<size_t>(r - 1)] = 1e25f;
+          std::vector<uint8_t> krow(blk.row_bytes), vrow(blk.row_bytes);
+          if (type != GgmlType::F32 && r > 0) vr[static_cast<size_t>(r - 1)] = 6e4f;  // half (and Q8_0's scale) range
+          quantize_row(type, kr.data(), krow.data(), kv_dim);
+          quantize_row(type, vr.data(), vrow.data(), kv_dim);
+          blk.put(blk.k, !kv_k_dim_major(type), r, krow);
+          blk.put(blk.v, !v_dm, r, vrow);
+        }
+        std::vector<float> q(static_cast<size_t>(hd), 0.0f), out(q.size()), acc(q.size());
+        q[0] = 1.0f;
+        float m, l;
+        std::vector<float> scratch(static_cast<size_t>(attn_scratch_floats(1, hd)));
+        attn_online_init(1, hd, &m, &l, acc.data());
+        attn_online_update_kv(q.data(), 1, blk.view(0), 0, 3, hd, 1.0f, &m, &l, acc.data(), scratch.data());
+        attn_online_finish(1, hd, &l, acc.data(), out.data());
+        std::vector<float> k_f(static_cast<size_t>(hd) * 3), v_f(static_cast<size_t>(hd) * 3);
+        kv_decode_head(blk.view(0), 0, 3, hd, k_f.data(), v_f.data());
+        const double p1 = std::exp(static_cast<double>(k_f[1]) - k_f[0]);  // the dequantized scores
+        const double want0 = (v_f[0] + p1 * v_f[static_cast<size_t>(hd)]) / (1 + p1);
+        const double want1 = v_f[1] / (1 + p1);  // key 2: nothing
+        EXPECT_NEAR(out[0], want0, 1e-6 * std::abs(want0)) << type_name(static_cast<uint32_t>(type)) << " hd " << hd;
+        EXPECT_NEAR(out[1], want1, 1e-6) << type_name(static_cast<uint32_t>(type)) << " hd " << hd << " v_dm " << v_dm;
+        if (type == GgmlType::F32) {
+          EXPECT_GT(out[0], 1.05f);  // key 1's share is there
+        }
+      }
+}
+
+TEST(AttentionKv, KeysFarBelowTheMaxGetNoProbability) {
+  test::at_every_cpu_level(check_KeysFarBelowTheMaxGetNoProbability);
+}
+
 // Half floats' edge values (subnormals, infinities and their neighbours)
 // convert exactly in the vector path: V = identity rows read back through a
 // one-key attention (probability 1).
