@@ -2,7 +2,9 @@
 // Where KV lives: a preallocated pool of fixed-size blocks. Each block holds
 // `block_tokens` tokens of K and V for every layer, in the pool's element
 // type (F32, F16, BF16, or ggml's Q8_0 / Q4_0 blocks of 32):
-//   data[block][layer] = K, then V, each block_tokens * row_bytes bytes.
+//   data[layer][block] = K, then V, each block_tokens * row_bytes bytes
+// (layer-major: one layer's blocks sit side by side, so attention walking a
+// sequence's blocks in order reads forward through memory).
 // Float types store K dimension-major ([kv_dim][block_tokens]) so attention
 // scores vectorise across the keys of a block (one contiguous load per head
 // dimension); quantized types store K token-major, one row of ggml blocks
