@@ -86,11 +86,6 @@ float* BlockPool::v(BlockId id, int layer) {
   return reinterpret_cast<float*>(base(id, layer) + layer_half_);
 }
 
-KvHeadView BlockPool::head_view(BlockId id, int layer, int elem0) const {
-  const uint8_t* b = const_cast<BlockPool*>(this)->base(id, layer);
-  return KvHeadView{cfg_.type, b, b + layer_half_, cfg_.block_tokens, row_bytes_, elem0, cfg_.v_dim_major};
-}
-
 void BlockPool::store(BlockId id, int layer, int offset, const float* k_row, const float* v_row) {
   store_part(id, layer, offset, 0, cfg_.kv_dim, k_row, v_row);
 }
@@ -184,12 +179,6 @@ void BlockPool::store_raw(BlockId id, int layer, int offset, const uint8_t* k_ro
     put_column(kb + layer_half_, offset, 0, cfg_.kv_dim, v_row);
   else
     std::memcpy(kb + layer_half_ + static_cast<size_t>(offset) * row_bytes_, v_row, row_bytes_);
-}
-
-uint8_t* BlockPool::base(BlockId id, int layer) {
-  SS_CHECK(id >= 0 && id < cfg_.n_blocks && layer >= 0 && layer < cfg_.n_layers);
-  return data_ + (static_cast<size_t>(layer) * static_cast<size_t>(cfg_.n_blocks) + static_cast<size_t>(id)) * 2 *
-                     layer_half_;
 }
 
 }  // namespace ss

@@ -24,6 +24,7 @@
 
 #include "format/ggml_types.h"
 #include "ops/attention.h"
+#include "util/check.h"
 #include "util/result.h"
 
 namespace ss {
@@ -87,7 +88,12 @@ class BlockPool {
   const float* v(BlockId id, int layer) const { return const_cast<BlockPool*>(this)->v(id, layer); }
   // Any type: the attention kernels' view of one KV head (elements
   // [elem0, elem0 + head_dim) of each row) in a block.
-  KvHeadView head_view(BlockId id, int layer, int elem0) const;
+  // Inline: the engine builds one per block per layer (hundreds a token at
+  // long contexts), straight into its run list.
+  KvHeadView head_view(BlockId id, int layer, int elem0) const {
+    const uint8_t* b = const_cast<BlockPool*>(this)->base(id, layer);
+    return KvHeadView{cfg_.type, b, b + layer_half_, cfg_.block_tokens, row_bytes_, elem0, cfg_.v_dim_major};
+  }
 
   // One token's K and V rows ([kv_dim] floats each) in and out of a block,
   // converted to and from the pool's type.
@@ -103,7 +109,11 @@ class BlockPool {
   void store_raw(BlockId id, int layer, int offset, const uint8_t* k_row, const uint8_t* v_row);
 
  private:
-  uint8_t* base(BlockId id, int layer);
+  uint8_t* base(BlockId id, int layer) {
+    SS_CHECK(id >= 0 && id < cfg_.n_blocks && layer >= 0 && layer < cfg_.n_layers);
+    return data_ + (static_cast<size_t>(layer) * static_cast<size_t>(cfg_.n_blocks) + static_cast<size_t>(id)) * 2 *
+                       layer_half_;
+  }
   size_t elem_bytes() const;  // float types
   // Dimension-major K (or V): elements [elem0, elem0 + n) of one token (n
   // elements of the pool's type, contiguous) into the token's column

@@ -84,17 +84,28 @@ void Engine::attention(int layer, const RoundBatch& b) {
       const CachePositions cp{pol, pos};
       // The sinks' and the window's runs in one list, one kernel call.
       if (t == listed_t) {
-        const int dh = kvh - listed_kvh;
+        // In locals: the runs' stores could alias what the lambda captures
+        // by reference, so the steps were recomputed for every run.
+        const int d_elem = (kvh - listed_kvh) * hd;
+        const ptrdiff_t d_q = static_cast<ptrdiff_t>(d_elem) * group;
         for (KvRun& r : runs) {
-          r.kv.elem0 += dh * hd;
-          r.q += static_cast<ptrdiff_t>(dh) * group * hd;
+          r.kv.elem0 += d_elem;
+          r.q += d_q;
         }
       } else {
         runs.clear();
         auto visit = [&](const float* q) {
           return [&, q](BlockId blk, int off, int count, int64_t first) {
             const float col0 = alibi ? static_cast<float>(cp.k(first) - off - cp.q()) : 0.0f;
-            runs.push_back(KvRun{a.pool->head_view(blk, a.slot, static_cast<int>(head_off)), q, off, count, col0});
+            // Field by field into the list: a whole KvRun built on the
+            // stack and copied in was read back wider than it was written,
+            // a store-forwarding stall per run (80% of this walk's time).
+            KvRun& r = runs.emplace_back();
+            r.kv = a.pool->head_view(blk, a.slot, static_cast<int>(head_off));
+            r.q = q;
+            r.first = off;
+            r.count = count;
+            r.col0 = col0;
           };
         };
         seq.for_each_run(0, n_sinks, visit(qsink));
