@@ -150,16 +150,8 @@ constexpr float kExpFloor = -69.0f;
 SS_ALWAYS_INLINE Lanes exp_nonpositive_avx512(Lanes x) {
   const Lanes in = x;
   x = x > kExpFloor ? x : Lanes{} + kExpFloor;  // no -inf into the reduction
-  const Lanes t = x * 1.44269504f + 12582912.0f;
-  const Lanes k = t - 12582912.0f;
-  const Lanes r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
-  Lanes p = Lanes{} + 1.0f / 720;
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  const fast_exp::ExpParts<Lanes> e = fast_exp::exp_parts(x);
+  const Lanes p = e.p, k = e.k;
   Lanes out;
   asm("vscalefps %2, %1, %0" : "=v"(out) : "v"(p), "v"(k));
   return in < kExpFloor ? Lanes{} : out;

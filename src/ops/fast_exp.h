@@ -32,10 +32,15 @@ SS_FAST_EXP_INLINE F from_bits(B u) {
 // exp(x) for x in [-87, 88] (x is clamped to it: below, the result is tiny
 // but normal rather than 0; above, ~1.65e38 rather than inf). F is float or
 // a float vector.
+// exp(x) = p * 2^k for x in [-87, 88]: k = round(x*log2e) (as a float, and
+// in t's low mantissa bits: t = k + 1.5*2^23), p = exp(x - k*ln2) by the
+// polynomial. Callers apply 2^k their own way.
 template <class F>
-SS_FAST_EXP_INLINE F exp_clamped(F x) {
-  x = x < -87.0f ? F{} - 87.0f : x;
-  x = x > 88.0f ? F{} + 88.0f : x;
+struct ExpParts {
+  F p, k, t;
+};
+template <class F>
+SS_FAST_EXP_INLINE ExpParts<F> exp_parts(F x) {
   const F t = x * 1.44269504f + 12582912.0f;  // 1.5*2^23: low mantissa bits hold round(x*log2e)
   const F k = t - 12582912.0f;
   const F r = (x - k * 0.693145752f) - k * 1.42860677e-6f;
@@ -46,8 +51,16 @@ SS_FAST_EXP_INLINE F exp_clamped(F x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const auto ki = to_bits(t) - to_bits(12582912.0f);  // k mod 2^32
-  return p * from_bits<F>((ki + 127u) << 23);
+  return {p, k, t};
+}
+
+template <class F>
+SS_FAST_EXP_INLINE F exp_clamped(F x) {
+  x = x < -87.0f ? F{} - 87.0f : x;
+  x = x > 88.0f ? F{} + 88.0f : x;
+  const ExpParts<F> e = exp_parts(x);
+  const auto ki = to_bits(e.t) - to_bits(12582912.0f);  // k mod 2^32
+  return e.p * from_bits<F>((ki + 127u) << 23);
 }
 
 }  // namespace ss::fast_exp
