@@ -936,10 +936,6 @@ SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale
     int cs, lo, hi;
   };
   Chunk chunks[kAttnSpan / kChunk];
-  // Chunk rows (kChunk elements) per cache line where a block is one chunk
-  // wide (its rows contiguous); wider blocks' rows are further apart, and
-  // then only every kVRowsPerLine-th row's line is asked for in advance.
-  constexpr int kVRowsPerLine = 64 / static_cast<int>(kChunk * sizeof(T));
   int ri = 0, r0 = runs[0].first - runs[0].first % kChunk;
   while (ri < n_runs) {
     // (1) Scores, chunk by chunk.
@@ -953,10 +949,6 @@ SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale
       Chunk& ch = chunks[nc];
       ch = Chunk{static_cast<const T*>(run.kv.k) + at, static_cast<const T*>(run.kv.v) + at, cs,
                  std::max(run.first, r0) - r0, std::min(end, r0 + kChunk) - r0};
-      // The chunk's V rows are read in step (3), after the whole span's
-      // scores: asked for now, they arrive meanwhile (at 2000 keys the V
-      // loads waited on memory for most of the kernel's time).
-      for (int d = 0; d < HD; d += kVRowsPerLine) __builtin_prefetch(ch.v + static_cast<long>(d) * cs);
       Lanes sc[G][2] = {};
       for (int d = 0; d < HD; ++d) {
         const Lanes k = E::load16(ch.k + static_cast<long>(d) * cs);
