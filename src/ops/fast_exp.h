@@ -29,9 +29,6 @@ SS_FAST_EXP_INLINE F from_bits(B u) {
   return __builtin_bit_cast(F, u);
 }
 
-// exp(x) for x in [-87, 88] (x is clamped to it: below, the result is tiny
-// but normal rather than 0; above, ~1.65e38 rather than inf). F is float or
-// a float vector.
 // exp(x) = p * 2^k for x in [-87, 88]: k = round(x*log2e) (as a float, and
 // in t's low mantissa bits: t = k + 1.5*2^23), p = exp(x - k*ln2) by the
 // polynomial. Callers apply 2^k their own way.
@@ -54,6 +51,9 @@ SS_FAST_EXP_INLINE ExpParts<F> exp_parts(F x) {
   return {p, k, t};
 }
 
+// exp(x) for x in [-87, 88] (x is clamped to it: below, the result is tiny
+// but normal rather than 0; above, ~1.65e38 rather than inf). F is float or
+// a float vector.
 template <class F>
 SS_FAST_EXP_INLINE F exp_clamped(F x) {
   x = x < -87.0f ? F{} - 87.0f : x;
