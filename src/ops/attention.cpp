@@ -867,7 +867,7 @@ SS_ALWAYS_INLINE void accumulate_span_dm(const float* p, int h0, int hd_runtime,
   using T = typename E::T;
   using Vec = std::conditional_t<W, Lanes, Eight>;
   using VecIndex = std::conditional_t<W, LaneIndex, EightIndex>;
-  constexpr int kLanes = sizeof(Vec) / sizeof(float), kParts = kChunk / kLanes, kMaxHd = 8;
+  constexpr int kLanes = sizeof(Vec) / sizeof(float), kParts = kChunk / kLanes, kMaxHd = kVDimMajorMaxHeadDim;
   const int hd = HD > 0 ? HD : hd_runtime;
   auto load = [](const T* at) {
     if constexpr (W)
@@ -930,9 +930,8 @@ SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale
                                       float* __restrict__ acc, float* __restrict__ p) {
   using T = typename E::T;
   constexpr int HD = 8, BH = G < 2 ? G : 2;  // BH: heads whose 8 sums of 16 lanes stay in registers
-  struct Chunk {
-    const T* k;  // dimension 0, key of lane 0; dimension d at k + d * cs
-    const T* v;
+  struct Chunk {                             // what step (3) needs of a chunk
+    const T* v;                              // dimension 0, key of lane 0; dimension d at v + d * cs
     int cs, lo, hi;
   };
   Chunk chunks[kAttnSpan / kChunk];
@@ -947,11 +946,12 @@ SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale
       const int end = run.first + run.count, cs = run.kv.col_stride;
       const long at = static_cast<long>(run.kv.elem0) * cs + r0;
       Chunk& ch = chunks[nc];
-      ch = Chunk{static_cast<const T*>(run.kv.k) + at, static_cast<const T*>(run.kv.v) + at, cs,
-                 std::max(run.first, r0) - r0, std::min(end, r0 + kChunk) - r0};
+      ch = Chunk{static_cast<const T*>(run.kv.v) + at, cs, std::max(run.first, r0) - r0,
+                 std::min(end, r0 + kChunk) - r0};
+      const T* kc = static_cast<const T*>(run.kv.k) + at;  // laid out as ch.v
       Lanes sc[G][2] = {};
       for (int d = 0; d < HD; ++d) {
-        const Lanes k = E::load16(ch.k + static_cast<long>(d) * cs);
+        const Lanes k = E::load16(kc + static_cast<long>(d) * cs);
         for (int h = 0; h < G; ++h) sc[h][d & 1] += run.q[h * HD + d] * k;
       }
       const bool partial = ch.lo > 0 || ch.hi < kChunk;
@@ -1306,7 +1306,7 @@ void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float
   SS_CHECK_MSG(kv_k_dim_major(type) || type == GgmlType::Q8_0 || type == GgmlType::Q4_0,
                "attention: unsupported KV cache type");
   const bool v_dim_major = runs[0].kv.v_dim_major;
-  SS_CHECK_MSG(!v_dim_major || (kv_k_dim_major(type) && hd <= 8),
+  SS_CHECK_MSG(!v_dim_major || (kv_k_dim_major(type) && hd <= kVDimMajorMaxHeadDim),
                "attention: dimension-major V is for float-type caches and heads of 8 or less");
   for (int i = 1; i < n_runs; ++i)
     SS_CHECK_MSG(runs[i].kv.type == type && runs[i].kv.v_dim_major == v_dim_major,

@@ -78,6 +78,9 @@ struct KvHeadView {
 };
 // Does this cache type keep K dimension-major?
 inline bool kv_k_dim_major(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16 || t == GgmlType::BF16; }
+// The widest head whose V a pool may keep dimension-major (the kernels that
+// read that layout size their sums to it).
+inline constexpr int kVDimMajorMaxHeadDim = 8;
 // Should a cache of this type for heads this wide keep V dimension-major
 // too, on this CPU? Heads of 8 or less where the AVX-512 clone runs: a
 // token's V row of one head is then half a vector, and summing it token by
@@ -87,7 +90,7 @@ inline bool kv_k_dim_major(GgmlType t) { return t == GgmlType::F32 || t == GgmlT
 // Wider heads fill whole vectors token-major; the AVX2 clone, with half the
 // registers, reads dimension-major V 1.25-1.3x slower than token-major.
 inline bool kv_v_dim_major_suits(GgmlType t, int head_dim) {
-  return kv_k_dim_major(t) && head_dim <= 8 && clone_level() == CloneLevel::Avx512;
+  return kv_k_dim_major(t) && head_dim <= kVDimMajorMaxHeadDim && clone_level() == CloneLevel::Avx512;
 }
 // attn_online_update over a typed block: each key and value element is
 // decoded in registers as it is read (no dequantised copy of the block).

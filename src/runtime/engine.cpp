@@ -33,9 +33,7 @@ RopeScaling rope_scaling(const RotaryConfig& r) {
   s.orig_ctx = r.yarn_orig_ctx;
   return s;
 }
-}  // namespace
 
-namespace {
 // A pool of n_blocks for n_layers of this model's KV rows, laid out as its
 // heads are read fastest.
 BlockPoolConfig kv_pool_config(const ModelConfig& c, const EngineOptions& opts, int n_blocks, int n_layers) {

@@ -78,7 +78,7 @@ struct TypedBlock {
 // for float types with heads of 8 or less also dimension-major (a pool
 // chooses it where the AVX-512 clone runs, but every clone reads it).
 std::vector<bool> v_layouts(GgmlType type, int hd) {
-  if (kv_k_dim_major(type) && hd <= 8) return {false, true};
+  if (kv_k_dim_major(type) && hd <= kVDimMajorMaxHeadDim) return {false, true};
   return {false};
 }
 
