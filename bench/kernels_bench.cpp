@@ -108,6 +108,10 @@ BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 56
 // the kernels' compute rate with memory out of the way, which one-thread
 // decode must beat by a margin to run at the speed memory delivers.
 BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8, 12, 13, 14}, {256}, {2048}, {1}});
+// And against 32768 x 2048 weights (38-71 MB: beyond a Zen 5 CCD's 32 MB L3), as
+// one-thread decode meets them: how close each type's GEMV comes to the
+// memory's read rate (compare `sinkstream bench --bandwidth`).
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8, 12, 13, 14}, {32768}, {2048}, {1}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 // stories260K's matrices as one decode step meets them (five layers of q
 // 64x64, k and v 32x64, o 64x64, gate and up 172x64, down 64x172, then the
