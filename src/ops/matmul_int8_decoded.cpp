@@ -105,7 +105,7 @@ struct K45Unpack {
     aux = _mm512_mul_ps(f16_to_ps(p + kQ4KIlDmin), u8_to_ps(p + kQ4KIlMins + 16 * j));
   }
   SS_VNNI static void chunk(const uint8_t* p, int pair, int c, __m512i& lo, __m512i& hi) {
-    const __m512i low = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    const __m512i low = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
     const uint8_t* pp = p + kQ4KIlNibbles + (kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes) * pair;
     const __m512i v = _mm512_loadu_si512(pp + 64 * c);
     lo = _mm512_and_si512(v, low);
@@ -113,10 +113,10 @@ struct K45Unpack {
     if constexpr (kFive) {
       const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
       const int at = 2 * (c % 4);
-      const __m512i b_lo = _mm512_and_si512(_mm512_srl_epi16(bits, _mm_cvtsi32_si128(at)), one);
-      const __m512i b_hi = _mm512_and_si512(_mm512_srl_epi16(bits, _mm_cvtsi32_si128(at + 1)), one);
-      lo = _mm512_or_si512(lo, _mm512_slli_epi16(b_lo, 4));
-      hi = _mm512_or_si512(hi, _mm512_slli_epi16(b_hi, 4));
+      lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(bits, _mm512_set1_epi8(static_cast<char>(1 << at))), lo,
+                                sixteen);
+      hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(bits, _mm512_set1_epi8(static_cast<char>(2 << at))), hi,
+                                sixteen);
     }
   }
 };
