@@ -91,27 +91,36 @@ TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly
   EXPECT_FALSE(json::parse(c.Get("/v1/sessions/a")->body)["resident"].get<bool>());
 
   // Two long streams fill the pool's live capacity; one of them continues a
-  // spilled session (restored from disk on its turn).
+  // spilled session (restored from disk on its turn). Long enough that a
+  // fast CPU rarely finishes one before the queue checks below (300 tokens
+  // did, on Zen 5 under the avx2 cap); where one does, those checks relax.
+  constexpr int kStreamTokens = 1000;
   Streamer s1, s2;
-  s1.start(srv.port, chat_turn("Tell me a long story.", 300, "a"));
+  s1.start(srv.port, chat_turn("Tell me a long story.", kStreamTokens, "a"));
   while (s1.chunks < 1 && !s1.finished) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  s2.start(srv.port, chat_turn("Tell me another story.", 300, ""));  // a one-off
+  s2.start(srv.port, chat_turn("Tell me another story.", kStreamTokens, ""));  // a one-off
   while ((s1.chunks < 3 || s2.chunks < 3) && !(s1.finished || s2.finished))
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   // A third live request waits in the queue (not refused); a fourth finds
   // the queue full: 503 with a Retry-After estimate, counted.
+  std::atomic<int> waiter_status{0};
   std::thread waiter([&] {
     auto cw = srv.client();
     int st = 0;
     test::post(cw, "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}, {"temperature", 0}}, &st);
-    EXPECT_EQ(st, 200);
+    waiter_status = st;
   });
   while (test::metric(c, "sinkstream_queue_depth") < 1 && !(s1.finished || s2.finished))
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Both streams still live here means the queued request is the waiter's
+  // (they were streaming before it was sent). If one finished first, the
+  // request below may reach the queue before the waiter's, which then
+  // finds it full: a 503 it is right to get.
+  const bool waiter_queued_first = !(s1.finished || s2.finished);
   const int64_t rejected = test::metric(c, "sinkstream_requests_rejected_total");
   auto r = c.Post("/v1/completions", R"({"prompt": "Once", "max_tokens": 4})", "application/json");
   ASSERT_TRUE(r);
-  if (!(s1.finished || s2.finished)) {  // (a 2-core machine may finish 300 tokens first; then nothing is full)
+  if (!(s1.finished || s2.finished)) {  // (a fast machine may finish a stream first; then nothing is full)
     EXPECT_EQ(r->status, 503) << r->body;
     const std::string retry = r->get_header_value("Retry-After");
     EXPECT_GE(retry.empty() ? 0 : std::stoi(retry), 1);
@@ -120,12 +129,16 @@ TEST(Fault, IdleSessionsNeverCrowdOutRequestsAndLiveWorkWaitsOrIsRefusedHonestly
   s1.join();
   s2.join();
   waiter.join();
+  if (waiter_queued_first)
+    EXPECT_EQ(waiter_status.load(), 200);
+  else
+    EXPECT_TRUE(waiter_status == 200 || waiter_status == 503) << waiter_status;
   EXPECT_EQ(s1.status, 200);
   EXPECT_EQ(s2.status, 200);
   for (auto* s : {&s1, &s2}) {  // both streams ran their whole budget
     const auto at = s->raw.rfind("\"completion_tokens\":");
     ASSERT_NE(at, std::string::npos) << s->raw.substr(0, 300);
-    EXPECT_EQ(std::stoi(s->raw.substr(at + 20)), 300);
+    EXPECT_EQ(std::stoi(s->raw.substr(at + 20)), kStreamTokens);
   }
   EXPECT_EQ(test::metric(c, "sinkstream_requests_preempted_total"), 0);
   // Every spilled session still continues.
