@@ -1,6 +1,7 @@
 #pragma once
 // AVX-512 helpers that turn the interleaved layouts (ops/interleave.h) back
-// into rows, for the int8 and bf16 tile kernels: Q4_0, Q8_0, Q4_K, Q5_K.
+// into rows, for the int8 and bf16 tile kernels: Q4_0, Q8_0, Q4_K, Q5_K; and
+// Q5_K's fifth bits, which the VNNI kernels and the batch unpacker add too.
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cstdint>
 
@@ -62,6 +63,19 @@ SS_IL_TARGET void interleaved_q8_block_rows(const uint8_t* p, int8_t* rows, floa
   chunks_to_rows(a, rows);
 }
 
+// Q5_K's fifth bits for 64-byte chunk c of a pair (ops/interleave.h): bit
+// 2(c % 4) (low nibble) and 2(c % 4) + 1 (high) of each byte of `top`, the
+// pair's top-bit chunk c / 4, added to lo and hi as 16. A byte-mask test
+// and a masked add per nibble, where a shift, an AND and an OR were three
+// operations (a speed gain is not established: bench/compare_llamacpp.md,
+// session 27).
+SS_IL_TARGET void add_q5k_fifth_bits(__m512i top, int c, __m512i& lo, __m512i& hi) {
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  const int at = 2 * (c % 4);
+  lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(top, _mm512_set1_epi8(static_cast<char>(1 << at))), lo, sixteen);
+  hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(top, _mm512_set1_epi8(static_cast<char>(2 << at))), hi, sixteen);
+}
+
 // One interleaved Q4_K (kFive: Q5_K) super-block of 16 rows (at p) as its
 // eight sub-blocks' rows of 32 weights 0..15 (0..31), rows [8][16][32], with
 // scales d * sc and mins dmin * m, dw and mn [8][16] (sub-block j, row m at
@@ -79,7 +93,7 @@ SS_IL_TARGET void interleaved_k45_superblock_rows(const uint8_t* p, int8_t* rows
     _mm512_storeu_ps(dw + 16 * j, _mm512_mul_ps(d, sc));
     _mm512_storeu_ps(mn + 16 * j, _mm512_mul_ps(dmin, m));
   }
-  const __m512i low = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+  const __m512i low = _mm512_set1_epi8(0x0F);
   for (int pair = 0; pair < 4; ++pair) {
     const uint8_t* q = p + 320 + kPairBytes * pair;
     __m512i lo[8], hi[8];
@@ -87,15 +101,7 @@ SS_IL_TARGET void interleaved_k45_superblock_rows(const uint8_t* p, int8_t* rows
       const __m512i v = _mm512_loadu_si512(q + 64 * c);
       lo[c] = _mm512_and_si512(v, low);
       hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-      if constexpr (kFive) {
-        // Fifth bits of chunk c: bits 2(c % 4) (low nibble) and 2(c % 4) + 1
-        // (high) of top-bit chunk c / 4.
-        const __m512i top = _mm512_loadu_si512(q + 512 + 64 * (c / 4));
-        const __m512i b_lo = _mm512_and_si512(_mm512_srl_epi16(top, _mm_cvtsi32_si128(2 * (c % 4))), one);
-        const __m512i b_hi = _mm512_and_si512(_mm512_srl_epi16(top, _mm_cvtsi32_si128(2 * (c % 4) + 1)), one);
-        lo[c] = _mm512_or_si512(lo[c], _mm512_slli_epi16(b_lo, 4));
-        hi[c] = _mm512_or_si512(hi[c], _mm512_slli_epi16(b_hi, 4));
-      }
+      if constexpr (kFive) add_q5k_fifth_bits(_mm512_loadu_si512(q + 512 + 64 * (c / 4)), c, lo[c], hi[c]);
     }
     chunks_to_rows(lo, rows + (2 * pair) * 512);
     chunks_to_rows(hi, rows + (2 * pair + 1) * 512);

@@ -653,7 +653,7 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
   constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
   constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
-  const __m512i low = _mm512_set1_epi8(0x0F), fifth = _mm512_set1_epi8(0x10);
+  const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[G][NT];
   for (int u = 0; u < G; ++u)
     for (int k = 0; k < NT; ++k) acc[u][k] = _mm512_setzero_ps();
@@ -689,15 +689,7 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
           if constexpr (kFive) {
             if (c % 4 == 0)
               _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kKQuantPrefetchAhead), _MM_HINT_T0);
-            const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
-            // The low nibble's fifth bit is bit 2 * (c % 4) of `bits`, the
-            // high one's the next: each tested into a byte mask that adds 16
-            // where set (two operations per nibble, not a shift, AND and OR).
-            const int at = 2 * (c % 4);
-            const __mmask64 lo_set = _mm512_test_epi8_mask(bits, _mm512_set1_epi8(static_cast<char>(1 << at)));
-            const __mmask64 hi_set = _mm512_test_epi8_mask(bits, _mm512_set1_epi8(static_cast<char>(2 << at)));
-            lo[u] = _mm512_mask_add_epi8(lo[u], lo_set, lo[u], fifth);
-            hi[u] = _mm512_mask_add_epi8(hi[u], hi_set, hi[u], fifth);
+            add_q5k_fifth_bits(_mm512_loadu_si512(pp + 512 + 64 * (c / 4)), c, lo[u], hi[u]);
           }
         }
         dot_pair(dlo, dhi, lo, hi, xq, t0, sb * kQkK + 64 * pair + 4 * c);

@@ -5,6 +5,7 @@
 #include "format/ggml_types.h"
 #include "ops/act_groups.h"
 #include "ops/interleave.h"
+#include "ops/interleave_x86.h"
 #include "util/aligned_vector.h"
 #include "util/check.h"
 
@@ -105,19 +106,12 @@ struct K45Unpack {
     aux = _mm512_mul_ps(f16_to_ps(p + kQ4KIlDmin), u8_to_ps(p + kQ4KIlMins + 16 * j));
   }
   SS_VNNI static void chunk(const uint8_t* p, int pair, int c, __m512i& lo, __m512i& hi) {
-    const __m512i low = _mm512_set1_epi8(0x0F), sixteen = _mm512_set1_epi8(16);
+    const __m512i low = _mm512_set1_epi8(0x0F);
     const uint8_t* pp = p + kQ4KIlNibbles + (kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes) * pair;
     const __m512i v = _mm512_loadu_si512(pp + 64 * c);
     lo = _mm512_and_si512(v, low);
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-    if constexpr (kFive) {
-      const __m512i bits = _mm512_loadu_si512(pp + 512 + 64 * (c / 4));
-      const int at = 2 * (c % 4);
-      lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(bits, _mm512_set1_epi8(static_cast<char>(1 << at))), lo,
-                                sixteen);
-      hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(bits, _mm512_set1_epi8(static_cast<char>(2 << at))), hi,
-                                sixteen);
-    }
+    if constexpr (kFive) add_q5k_fifth_bits(_mm512_loadu_si512(pp + 512 + 64 * (c / 4)), c, lo, hi);
   }
 };
 
