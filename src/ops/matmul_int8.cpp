@@ -494,6 +494,13 @@ SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
   }
 }
 
+// Where a tile's groups after the first lie: group u at group + u * bytes,
+// its results at y + u * rows (adjacent groups: one group's bytes, 16).
+struct GroupStep {
+  int64_t bytes = 0;
+  int64_t rows = 0;
+};
+
 // Q4_0 interleaved 16 rows at a time (ops/interleave.h) against NT
 // activation rows from t0: y[k * y_stride + m] for the group's row m. Per
 // block, each 64-byte chunk j gives four weights of every row in its low
@@ -540,21 +547,22 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
 
-// Two adjacent Q4_0 or Q8_0 groups (32 weight rows: group and group + nb
-// blocks) against NT activation rows from t0: each activation broadcast
+// Two Q4_0 or Q8_0 groups (32 weight rows: group and group + step.bytes)
+// against NT activation rows from t0: each activation broadcast
 // feeds both groups' vpdpbusd, halving the broadcasts per product of
 // interleaved_tile / interleaved_q8_tile; one chain per (group, row) (batches
 // have enough of them to hide the latency; the integer sums, and so the
 // results, are those kernels' bit for bit). Per block, four steps of two
 // weight vectors per group: Q4_0 chunk s's low and high nibbles (activations
 // 4s.. and 16 + 4s..), Q8_0 chunks 2s and 2s + 1 (8s.. and 8s + 4..). y as
-// there, the second group's 16 rows at y + 16.
+// there, the second group's 16 rows at y + step.rows.
 template <GgmlType T, int NT>
-SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                               GroupStep step) {
   constexpr bool kQ4 = T == GgmlType::Q4_0;
   constexpr int64_t kBytes = kQ4 ? kInterleavedBlockBytes : kQ8InterleavedBlockBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols;
-  const uint8_t* group1 = group + nb * kBytes;
+  const uint8_t* group1 = group + step.bytes;
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[2][NT];
   for (int k = 0; k < NT; ++k) acc[0][k] = acc[1][k] = _mm512_setzero_ps();
@@ -596,7 +604,7 @@ SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, in
     }
   }
   for (int u = 0; u < 2; ++u)
-    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + 16 * u, acc[u][k]);
+    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + u * step.rows, acc[u][k]);
 }
 
 // The K-quant tiles' two integer sums per activation row and group:
@@ -646,10 +654,11 @@ SS_VNNI __attribute__((always_inline)) inline void add_scaled_pair(__m512 (&acc)
 // activation block's d * sum, come off first. Both go straight into the
 // row's float sum, leaving two integer sums per row as the only other live
 // registers (separate sums and mins per row spilled them at NT = 8). G
-// adjacent groups (G x 16 rows, the second's results at y + 16) share each
-// activation broadcast, as in interleaved_tile2.
+// groups (group u at group + u * step.bytes, its results at y + u *
+// step.rows) share each activation broadcast, as in interleaved_tile2.
 template <bool kFive, int NT, int G = 1>
-SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                                  GroupStep step = {}) {
   constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
   constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
@@ -659,7 +668,7 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
     for (int k = 0; k < NT; ++k) acc[u][k] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < ns; ++sb) {
     const uint8_t* p[G];
-    for (int u = 0; u < G; ++u) p[u] = group + (u * ns + sb) * kSuperBytes;
+    for (int u = 0; u < G; ++u) p[u] = group + u * step.bytes + sb * kSuperBytes;
     for (int u = 0; u < G; ++u) {
       const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[u] + kQ4KIlDmin)));
       for (int j = 0; j < 8; ++j) {
@@ -706,7 +715,7 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
     }
   }
   for (int u = 0; u < G; ++u)
-    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + 16 * u, acc[u][k]);
+    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + u * step.rows, acc[u][k]);
 }
 
 // Q8_0 interleaved 16 rows at a time (ops/interleave.h) against NT
@@ -763,7 +772,8 @@ SS_VNNI void interleaved_q8_tile(const uint8_t* group, const QuantizedActs& xq, 
 // kernels_bench 2048x2048 x64, one thread, 175 -> 287 GFLOP/s). G groups as
 // in interleaved_k45_tile.
 template <int NT, int G = 1>
-SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                                  GroupStep step = {}) {
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
   const __m512i six = _mm512_set1_epi8(0x3F), low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(-16),
                 top = _mm512_set1_epi8(-64);
@@ -777,7 +787,7 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
     // kernel a quarter of its speed in spills).
     __m512 d[G], d4[G];
     for (int u = 0; u < G; ++u) {
-      blk[u] = group + (u * ns + sb) * kQ6KInterleavedBytes;
+      blk[u] = group + u * step.bytes + sb * kQ6KInterleavedBytes;
       if constexpr (G == 1) {
         d[u] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk[u])));
         d4[u] = _mm512_mul_ps(d[u], _mm512_set1_ps(0.25f));
@@ -849,50 +859,95 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
     }
   }
   for (int u = 0; u < G; ++u)
-    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + 16 * u, acc[u][k]);
+    for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + u * step.rows, acc[u][k]);
+}
+
+// Two groups against NT activation rows from t: the tiles' G = 2 forms
+// (Q5_K has none: its fifth bits need the registers).
+template <int NT>
+SS_VNNI void group_pair_tile(GgmlType type, const uint8_t* group, GroupStep step, const QuantizedActs& xq, int t,
+                             float* y, int64_t y_stride) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return interleaved_tile2<GgmlType::Q4_0, NT>(group, xq, t, y, y_stride, step);
+    case GgmlType::Q8_0:
+      return interleaved_tile2<GgmlType::Q8_0, NT>(group, xq, t, y, y_stride, step);
+    case GgmlType::Q4_K:
+      return interleaved_k45_tile<false, NT, 2>(group, xq, t, y, y_stride, step);
+    case GgmlType::Q6_K:
+      return interleaved_q6k_tile<NT, 2>(group, xq, t, y, y_stride, step);
+    default:
+      SS_CHECK(false && "no two-group tile for this type");
+  }
+}
+
+// One group against NT activation rows from t.
+template <int NT>
+SS_VNNI void group_tile(GgmlType type, const uint8_t* group, const QuantizedActs& xq, int t, float* y,
+                        int64_t y_stride) {
+  switch (type) {
+    case GgmlType::Q4_0:
+      return interleaved_tile<NT>(group, xq, t, y, y_stride);
+    case GgmlType::Q8_0:
+      return interleaved_q8_tile<NT>(group, xq, t, y, y_stride);
+    case GgmlType::Q4_K:
+      return interleaved_k45_tile<false, NT>(group, xq, t, y, y_stride);
+    case GgmlType::Q5_K:
+      return interleaved_k45_tile<true, NT>(group, xq, t, y, y_stride);
+    default:
+      return interleaved_q6k_tile<NT>(group, xq, t, y, y_stride);
+  }
 }
 
 // Rows [r0, r1) (whole groups) of an interleaved matrix: each group is met by
-// every activation row while its bytes are still in L1/L2.
+// every activation row while its bytes are still in L1/L2. A pair tile and
+// a single-group tile give a group the same bits (the same integer sums and
+// float steps), so how a range is split never changes a result.
 SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
   const GgmlType type = w.type;
   if (decoded_batch_type(type) && xq.n >= decoded_batch_min_rows(type)) return decoded_batch_matmul(w, xq, y, r0, r1);
-  for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
-    const uint8_t* group = rows_begin(w, g * kInterleaveRows);
+  const int64_t g0 = r0 / kInterleaveRows, g1 = (r1 + kInterleaveRows - 1) / kInterleaveRows;
+  auto group_at = [&](int64_t g) { return rows_begin(w, g * kInterleaveRows); };
+  if (xq.n < 4 && (type == GgmlType::Q4_0 || type == GgmlType::Q8_0)) {
+    // Decode reads every weight once, from DRAM: the range's first and
+    // second halves side by side, so one core keeps two far-apart streams
+    // in flight where one stream left memory idle. TinyLlama decode on the
+    // Zen 5 VM, tok/s medians of alternating runs: Q8_0 23.9 -> 25.3 (one
+    // thread, higher in 8 of 8 pairs) and 46.5 -> 51.6 (two, 6 of 6); Q4_0
+    // 44.9 -> 45.5 (one) and 73.2 -> 78.8 (two). Adjacent groups in one
+    // pass (one wider stream) were slower: 23.1 -> 22.2. The K-quants' two-
+    // group tiles (batch kernels: they prefetch both streams, and Q6_K
+    // reloads its scales) made their decode slower: Q4_K_M 45.6 -> 40.4,
+    // Q6_K 31.9 -> 23.8 tok/s at one thread.
+    const int64_t half = (g1 - g0) / 2;
+    const GroupStep step{group_at(g0 + half) - group_at(g0), half * kInterleaveRows};
+    for (int64_t g = g0; g < g0 + half; ++g)
+      for_act_groups(xq.n, [&](int t, auto nt) {
+        group_pair_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows, rows);
+      });
+    if ((g1 - g0) % 2 != 0)
+      for_act_groups(xq.n, [&](int t, auto nt) {
+        group_tile<decltype(nt)::value>(type, group_at(g1 - 1), xq, t, y + t * rows + (g1 - 1) * kInterleaveRows, rows);
+      });
+    return;
+  }
+  for (int64_t g = g0; g < g1; ++g) {
     float* yg = y + g * kInterleaveRows;
-    // Batches: two groups at a time (kernels_bench, 2048 x 2048, 64 rows,
-    // one thread on the Zen 5 VM, GFLOP/s, alternating runs: Q4_0 467 ->
-    // 637, Q8_0 455 -> 627, Q4_K 452 -> 490, Q6_K 285 -> 360; Q5_K, whose
+    // Batches: two adjacent groups at a time (kernels_bench, 2048 x 2048, 64
+    // rows, one thread on the Zen 5 VM, GFLOP/s, alternating runs: Q4_0 467
+    // -> 637, Q8_0 455 -> 627, Q4_K 452 -> 490, Q6_K 285 -> 360; Q5_K, whose
     // fifth bits need more registers, 384 -> 347-363, so it stays at one).
-    if (type != GgmlType::Q5_K && xq.n >= 4 && (g + 2) * kInterleaveRows <= r1) {
+    if (type != GgmlType::Q5_K && xq.n >= 4 && g + 2 <= g1) {
+      const GroupStep step{group_at(g + 1) - group_at(g), kInterleaveRows};
       for_act_groups<4>(xq.n, [&](int t, auto nt) {
-        constexpr int kNt = decltype(nt)::value;
-        if (type == GgmlType::Q4_0)
-          interleaved_tile2<GgmlType::Q4_0, kNt>(group, xq, t, yg + t * rows, rows);
-        else if (type == GgmlType::Q8_0)
-          interleaved_tile2<GgmlType::Q8_0, kNt>(group, xq, t, yg + t * rows, rows);
-        else if (type == GgmlType::Q4_K)
-          interleaved_k45_tile<false, kNt, 2>(group, xq, t, yg + t * rows, rows);
-        else
-          interleaved_q6k_tile<kNt, 2>(group, xq, t, yg + t * rows, rows);
+        group_pair_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, yg + t * rows, rows);
       });
       ++g;
       continue;
     }
-    for_act_groups<8>(xq.n, [&](int t, auto nt) {
-      constexpr int kNt = decltype(nt)::value;
-      if (type == GgmlType::Q4_K)
-        interleaved_k45_tile<false, kNt>(group, xq, t, yg + t * rows, rows);
-      else if (type == GgmlType::Q5_K)
-        interleaved_k45_tile<true, kNt>(group, xq, t, yg + t * rows, rows);
-      else if (type == GgmlType::Q8_0)
-        interleaved_q8_tile<kNt>(group, xq, t, yg + t * rows, rows);
-      else if (type == GgmlType::Q6_K)
-        interleaved_q6k_tile<kNt>(group, xq, t, yg + t * rows, rows);
-      else
-        interleaved_tile<kNt>(group, xq, t, yg + t * rows, rows);
-    });
+    for_act_groups<8>(
+        xq.n, [&](int t, auto nt) { group_tile<decltype(nt)::value>(type, group_at(g), xq, t, yg + t * rows, rows); });
   }
 }
 

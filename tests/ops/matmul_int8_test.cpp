@@ -253,6 +253,47 @@ TEST(Int8Matmul, InterleavedQ6_KMatchesTwinAndPlainLayout) {
   interleaved_matches_twin_and_plain(GgmlType::Q6_K, {256, 768, 2048});
 }
 
+// matmul.h promises the same bits for any thread count, and threads claim
+// row ranges of any size: a group's rows must not depend on the range it is
+// computed in (decode pairs a range's halves, batches adjacent groups, an
+// odd group goes alone). Every row split of seven groups against the whole,
+// at every level with an interleaved int8 kernel, for decode and batch
+// row counts.
+TEST(Int8Matmul, InterleavedRowsAreTheSameBitsInAnyRowRange) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int rows = 7 * 16;
+  for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    const int cols = 512;
+    std::vector<uint8_t> storage, copy;
+    const TensorView w = random_weights(type, rows, cols, rng, storage);
+    const TensorView iw = interleaved_view(w, copy);
+    for (CpuLevel level : cpu_levels_to_test()) {
+      ScopedCpuCap cap(level);
+      if (!int8_matmul_supported(iw) || int8_layout(iw) != Int8Layout::Interleaved) continue;
+      for (int n : {1, 2, 3, 4, 5, decoded_batch_min_rows(type) + 1}) {
+        std::vector<float> x(static_cast<size_t>(n) * cols);
+        for (auto& v : x) v = u(rng);
+        QuantizedActs xq;
+        quantize_acts(x.data(), n, cols, xq);
+        std::vector<float> whole(static_cast<size_t>(n) * rows, NAN);
+        matmul_int8_rows(iw, xq, whole.data(), 0, rows);
+        for (int first : {1, 2, 3}) {
+          for (int second : {1, 2, 4}) {
+            if (first + second > 7) continue;
+            const int cuts[] = {0, 16 * first, 16 * (first + second), rows};
+            std::vector<float> parts(whole.size(), NAN);
+            for (int c = 0; c < 3; ++c) matmul_int8_rows(iw, xq, parts.data(), cuts[c], cuts[c + 1]);
+            EXPECT_EQ(parts, whole) << type_name(static_cast<uint32_t>(type)) << " n=" << n << " groups " << first
+                                    << "+" << second << "+" << (7 - first - second) << " level "
+                                    << static_cast<int>(level);
+          }
+        }
+      }
+    }
+  }
+}
+
 // The AMX kernel's int8 A tiles, scales and mins (int8_tile_rows) come out
 // the same from W's interleaved groups as from its plain rows, bit for bit
 // (what lets interleaved and plain matrices give the same AMX sums), and
