@@ -101,4 +101,12 @@ inline bool tiles_read_interleaved(const TensorView& w) { return w.interleaved !
 // else W's own rows.
 const uint8_t* rows_begin(const TensorView& w, int64_t r);
 
+// Where an int8 tile's groups after the first lie: group u at group + u *
+// bytes, its results at y + u * rows (adjacent groups: one group's bytes,
+// 16; decode pairs a range's halves, half the range apart).
+struct GroupStep {
+  int64_t bytes = 0;
+  int64_t rows = 0;
+};
+
 }  // namespace ss

@@ -494,13 +494,6 @@ SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
   }
 }
 
-// Where a tile's groups after the first lie: group u at group + u * bytes,
-// its results at y + u * rows (adjacent groups: one group's bytes, 16).
-struct GroupStep {
-  int64_t bytes = 0;
-  int64_t rows = 0;
-};
-
 // Q4_0 interleaved 16 rows at a time (ops/interleave.h) against NT
 // activation rows from t0: y[k * y_stride + m] for the group's row m. Per
 // block, each 64-byte chunk j gives four weights of every row in its low
