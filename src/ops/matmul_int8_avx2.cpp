@@ -154,6 +154,47 @@ SS_AVX2 void avx2_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
     }
   }
 }
+// Where block b of each of a tile's G groups starts (p[u]). One group (the
+// one-stream tiles) also prefetches kAhead blocks ahead into L1; two groups
+// (decode's two streams) issue none: so measured, they beat one stream
+// with it (interleaved_matmul below).
+template <int G, int64_t kBytes, int kAhead>
+SS_AVX2 inline void block_starts(const uint8_t* group, GroupStep step, int64_t b, const uint8_t* (&p)[G]) {
+  for (int u = 0; u < G; ++u) {
+    p[u] = group + u * step.bytes + b * kBytes;
+    if constexpr (G == 1)
+      for (int line = 0; line < kBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(p[u] + kAhead * kBytes + line), _MM_HINT_T0);
+  }
+}
+
+// The Q4_0/Q8_0 tiles' scaling step for block b: group u's integer dots
+// dot[u * NT + k] times its 16 rows' d (f16 at p[u]) and activation row
+// t0 + k's d, into acc[u * NT + k].
+template <int NT, int G>
+SS_AVX2 inline void add_scaled_blocks(__m256 (&acc)[G * NT][2], const __m256i (&dot)[G * NT][2],
+                                      const uint8_t* const (&p)[G], const QuantizedActs& xq, int t0, int64_t b) {
+  const int64_t nb = xq.blocks();
+  for (int u = 0; u < G; ++u) {
+    const __m256 dw[2] = {floats_f16(p[u]), floats_f16(p[u] + 16)};
+    for (int k = 0; k < NT; ++k) {
+      const __m256 dx = _mm256_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]);
+      for (int h = 0; h < 2; ++h)
+        acc[u * NT + k][h] =
+            _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[u * NT + k][h]), _mm256_mul_ps(dw[h], dx), acc[u * NT + k][h]);
+    }
+  }
+}
+
+// Their results: group u's 16 rows for activation row k at y + u *
+// step.rows + k * y_stride.
+template <int NT, int G>
+SS_AVX2 inline void store_groups(const __m256 (&acc)[G * NT][2], float* y, int64_t y_stride, GroupStep step) {
+  for (int u = 0; u < G; ++u)
+    for (int k = 0; k < NT; ++k)
+      for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + u * step.rows + k * y_stride + 8 * h, acc[u * NT + k][h]);
+}
+
 // Q4_0 interleaved 16 rows at a time (ops/interleave.h) against NT
 // activation rows from t0: lanes are rows, rows 0-7 in one register and 8-15
 // in the other, so a block's 16 dots come out together with no horizontal
@@ -170,12 +211,7 @@ SS_AVX2 void interleaved_q4_0_tile(const uint8_t* group, const QuantizedActs& xq
   zero(acc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p[G];
-    for (int u = 0; u < G; ++u) {
-      p[u] = group + u * step.bytes + b * kInterleavedBlockBytes;
-      if constexpr (G == 1)
-        for (int line = 0; line < kInterleavedBlockBytes; line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(p[u] + 8 * kInterleavedBlockBytes + line), _MM_HINT_T0);
-    }
+    block_starts<G, kInterleavedBlockBytes, 8>(group, step, b, p);
     __m256i dot[G * NT][2];
     for (int k = 0; k < NT; ++k)
       for (int u = 0; u < G; ++u)
@@ -202,20 +238,9 @@ SS_AVX2 void interleaved_q4_0_tile(const uint8_t* group, const QuantizedActs& xq
         }
       }
     }
-    for (int u = 0; u < G; ++u) {
-      const __m256 dw[2] = {_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[u]))),
-                            _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[u] + 16)))};
-      for (int k = 0; k < NT; ++k) {
-        const __m256 dx = _mm256_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]);
-        for (int h = 0; h < 2; ++h)
-          acc[u * NT + k][h] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[u * NT + k][h]), _mm256_mul_ps(dw[h], dx), acc[u * NT + k][h]);
-      }
-    }
+    add_scaled_blocks<NT, G>(acc, dot, p, xq, t0, b);
   }
-  for (int u = 0; u < G; ++u)
-    for (int k = 0; k < NT; ++k)
-      for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + u * step.rows + k * y_stride + 8 * h, acc[u * NT + k][h]);
+  store_groups<NT, G>(acc, y, y_stride, step);
 }
 
 // The interleaved layouts put rows 0-7 of a 64-byte chunk in its first 32
@@ -237,12 +262,7 @@ SS_AVX2 void interleaved_q8_0_tile(const uint8_t* group, const QuantizedActs& xq
   zero(acc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p[G];
-    for (int u = 0; u < G; ++u) {
-      p[u] = group + u * step.bytes + b * kQ8InterleavedBlockBytes;
-      if constexpr (G == 1)
-        for (int line = 0; line < kQ8InterleavedBlockBytes; line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(p[u] + 4 * kQ8InterleavedBlockBytes + line), _MM_HINT_T0);
-    }
+    block_starts<G, kQ8InterleavedBlockBytes, 4>(group, step, b, p);
     __m256i dot[G * NT][2];
     zero(dot);
     for (int j = 0; j < 8; ++j) {
@@ -261,19 +281,9 @@ SS_AVX2 void interleaved_q8_0_tile(const uint8_t* group, const QuantizedActs& xq
         }
       }
     }
-    for (int u = 0; u < G; ++u) {
-      const __m256 dw[2] = {floats_f16(p[u]), floats_f16(p[u] + 16)};
-      for (int k = 0; k < NT; ++k) {
-        const __m256 dx = _mm256_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]);
-        for (int h = 0; h < 2; ++h)
-          acc[u * NT + k][h] =
-              _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[u * NT + k][h]), _mm256_mul_ps(dw[h], dx), acc[u * NT + k][h]);
-      }
-    }
+    add_scaled_blocks<NT, G>(acc, dot, p, xq, t0, b);
   }
-  for (int u = 0; u < G; ++u)
-    for (int k = 0; k < NT; ++k)
-      for (int h = 0; h < 2; ++h) _mm256_storeu_ps(y + u * step.rows + k * y_stride + 8 * h, acc[u * NT + k][h]);
+  store_groups<NT, G>(acc, y, y_stride, step);
 }
 
 // The K-quant tiles' scaling step: two sub-blocks' integer dots (dlo
