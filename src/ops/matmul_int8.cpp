@@ -887,8 +887,10 @@ SS_VNNI void group_tile(GgmlType type, const uint8_t* group, const QuantizedActs
       return interleaved_k45_tile<false, NT>(group, xq, t, y, y_stride);
     case GgmlType::Q5_K:
       return interleaved_k45_tile<true, NT>(group, xq, t, y, y_stride);
-    default:
+    case GgmlType::Q6_K:
       return interleaved_q6k_tile<NT>(group, xq, t, y, y_stride);
+    default:
+      SS_CHECK(false && "no interleaved tile for this type");
   }
 }
 
@@ -906,9 +908,10 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
     // Decode reads every weight once, from DRAM: the range's first and
     // second halves side by side, so one core keeps two far-apart streams
     // in flight where one stream left memory idle. TinyLlama decode on the
-    // Zen 5 VM, tok/s medians of alternating runs: Q8_0 23.9 -> 25.3 (one
-    // thread, higher in 8 of 8 pairs) and 46.5 -> 51.6 (two, 6 of 6); Q4_0
-    // 44.9 -> 45.5 (one) and 73.2 -> 78.8 (two). Adjacent groups in one
+    // Zen 5 VM, tok/s medians of six alternating runs: Q8_0 20.8 -> 25.6
+    // (one thread) and 32.2 -> 34.4 (two); Q4_0 40.2 -> 45.8 and 75.0 ->
+    // 85.2; one thread's Q8_0 decode went from 82% to 99% of a plain sweep
+    // over the same weights (bench --bandwidth). Adjacent groups in one
     // pass (one wider stream) were slower: 23.1 -> 22.2. The K-quants' two-
     // group tiles (batch kernels: they prefetch both streams, and Q6_K
     // reloads its scales) made their decode slower: Q4_K_M 45.6 -> 40.4,
