@@ -902,7 +902,6 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
   const int64_t rows = w.ne1;
   const GgmlType type = w.type;
   if (decoded_batch_type(type) && xq.n >= decoded_batch_min_rows(type)) return decoded_batch_matmul(w, xq, y, r0, r1);
-  const int64_t g0 = r0 / kInterleaveRows, g1 = (r1 + kInterleaveRows - 1) / kInterleaveRows;
   auto group_at = [&](int64_t g) { return rows_begin(w, g * kInterleaveRows); };
   if (xq.n < 4 && (type == GgmlType::Q4_0 || type == GgmlType::Q8_0)) {
     // Decode reads every weight once, from DRAM: the range's first and
@@ -915,19 +914,15 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
     // pass (one wider stream) were slower: 23.1 -> 22.2. The K-quants' two-
     // group tiles (batch kernels: they prefetch both streams, and Q6_K
     // reloads its scales) made their decode slower: Q4_K_M 45.6 -> 40.4,
-    // Q6_K 31.9 -> 23.8 tok/s at one thread.
-    const int64_t half = (g1 - g0) / 2;
-    const GroupStep step{group_at(g0 + half) - group_at(g0), half * kInterleaveRows};
-    for (int64_t g = g0; g < g0 + half; ++g)
+    // Q6_K 31.9 -> 23.8 tok/s at one thread. An odd last group goes alone
+    // (below).
+    r0 = pair_range_halves(w, r0, r1, [&](int64_t g, GroupStep step) {
       for_act_groups(xq.n, [&](int t, auto nt) {
         group_pair_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows, rows);
       });
-    if ((g1 - g0) % 2 != 0)
-      for_act_groups(xq.n, [&](int t, auto nt) {
-        group_tile<decltype(nt)::value>(type, group_at(g1 - 1), xq, t, y + t * rows + (g1 - 1) * kInterleaveRows, rows);
-      });
-    return;
+    });
   }
+  const int64_t g0 = r0 / kInterleaveRows, g1 = (r1 + kInterleaveRows - 1) / kInterleaveRows;
   for (int64_t g = g0; g < g1; ++g) {
     float* yg = y + g * kInterleaveRows;
     // Batches: two adjacent groups at a time (kernels_bench, 2048 x 2048, 64

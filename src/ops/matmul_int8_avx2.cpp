@@ -498,10 +498,7 @@ SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
       // Zen 5 VM capped to AVX2, medians of five alternating runs, tok/s:
       // Q8_0 18.4 -> 21.1 (one thread), 35.7 -> 40.7 (two); Q4_0 34.4 ->
       // 40.6, 63.6 -> 69.0; higher in every pair.
-      const int64_t g0 = r0 / kInterleaveRows, g1 = (r1 + kInterleaveRows - 1) / kInterleaveRows, half = (g1 - g0) / 2;
-      const GroupStep step{rows_begin(w, (g0 + half) * kInterleaveRows) - rows_begin(w, g0 * kInterleaveRows),
-                           half * kInterleaveRows};
-      for (int64_t g = g0; g < g0 + half; ++g) {
+      r0 = pair_range_halves(w, r0, r1, [&](int64_t g, GroupStep step) {
         const uint8_t* group = rows_begin(w, g * kInterleaveRows);
         float* yg = y + g * kInterleaveRows;
         auto pair = [&]<int NT>(int t) {
@@ -513,8 +510,7 @@ SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
         int t = 0;
         for (; t + 2 <= xq.n; t += 2) pair.template operator()<2>(t);
         if (t < xq.n) pair.template operator()<1>(t);
-      }
-      r0 = (g0 + 2 * half) * kInterleaveRows;
+      });
     }
   }
   for (int64_t g = r0 / kInterleaveRows; g * kInterleaveRows < r1; ++g) {
