@@ -682,15 +682,13 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
         __m512i lo[G], hi[G];
         for (int u = 0; u < G; ++u) {
           const uint8_t* pp = p[u] + kQ4KIlNibbles + kPairBytes * pair;
-          const uint8_t* chunk = pp + 64 * c;
           // A group's super-blocks are contiguous, and the next group follows.
-          _mm_prefetch(reinterpret_cast<const char*>(chunk + kKQuantPrefetchAhead), _MM_HINT_T0);
-          const __m512i v = _mm512_loadu_si512(chunk);
+          if (c % 4 == 0)
+            prefetch_share<kSuperBytes, 8>(p[u] + kSuperBlocksAhead<kSuperBytes> * kSuperBytes, 2 * pair + c / 4);
+          const __m512i v = _mm512_loadu_si512(pp + 64 * c);
           lo[u] = _mm512_and_si512(v, low);
           hi[u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
           if constexpr (kFive) {
-            if (c % 4 == 0)
-              _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kKQuantPrefetchAhead), _MM_HINT_T0);
             add_q5k_fifth_bits(_mm512_loadu_si512(pp + 512 + 64 * (c / 4)), c, lo[u], hi[u]);
           }
         }
@@ -805,19 +803,8 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
           __m512i nib4[G][2];
           for (int u = 0; u < G; ++u) {
             const uint8_t* p = blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-            _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 64 * h), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T0);
-            // And three times as far into L2: with this layout's cheaper
-            // unpacking the L1 prefetch alone left one-thread TinyLlama decode
-            // 3.6% slower than the old layout's (7 alternating rounds); with it
-            // the two were even (0.999 and 1.008 at 1 and 2 threads). Against
-            // the same kernel without it: 0.967 and 0.983 the time at 1
-            // thread, 1.035 at 2 (five rounds each), near this VM's noise. The
-            // same prefetch in the AVX2 kernel made it 1.17-1.33x slower.
-            _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 64 * h), _MM_HINT_T2);
-            _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 256 + 64 * h), _MM_HINT_T2);
-            _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kKQuantPrefetchAhead + 512 + 64 * h), _MM_HINT_T2);
+            prefetch_share<kQ6KInterleavedBytes, 16>(
+                blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes, 4 * pair + h);
             const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * h);
             // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.
             nib4[u][0] = _mm512_slli_epi16(_mm512_and_si512(nib, low), 2);
