@@ -351,11 +351,8 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
 #pragma GCC unroll 8
         for (int c = c0; c < c0 + kRun; ++c) {
           const uint8_t* chunk = pp + 64 * c;
-          if (h0 == 0) {
-            _mm_prefetch(reinterpret_cast<const char*>(chunk + kKQuantPrefetchAhead), _MM_HINT_T0);
-            if (kFive && c % 4 == 0)
-              _mm_prefetch(reinterpret_cast<const char*>(pp + 512 + 64 * (c / 4) + kKQuantPrefetchAhead), _MM_HINT_T0);
-          }
+          if (h0 == 0 && c % 4 == 0)
+            prefetch_share<kSuperBytes, 8>(p + kSuperBlocksAhead<kSuperBytes> * kSuperBytes, 2 * pair + c / 4);
           for (int h = 0; h < H; ++h) {
             const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + 32 * (h0 + h)));
             __m256i lo = _mm256_and_si256(v, low), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
@@ -430,8 +427,8 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
         for (int h2 = 0; h2 < 2; ++h2) {
           const int hh = 2 * q + h2;
           if (h0 == 0)
-            for (int line : {0, 256, 512})
-              _mm_prefetch(reinterpret_cast<const char*>(p + kKQuantPrefetchAhead + line + 64 * hh), _MM_HINT_T0);
+            prefetch_share<kQ6KInterleavedBytes, 16>(
+                blk + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes, 4 * pair + hh);
           for (int h = 0; h < H; ++h) {
             const __m256i nib =
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ6KIlHighNibbles + 64 * hh + 32 * (h0 + h)));
