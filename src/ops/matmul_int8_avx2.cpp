@@ -154,17 +154,18 @@ SS_AVX2 void avx2_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
     }
   }
 }
-// Where block b of each of a tile's G groups starts (p[u]). One group (the
-// one-stream tiles) also prefetches kAhead blocks ahead into L1; two groups
-// (decode's two streams) issue none: so measured, they beat one stream
-// with it (interleaved_matmul below).
-template <int G, int64_t kBytes, int kAhead>
+// Where block b of each of a tile's G groups starts (p[u]), with a software
+// prefetch into L1 of every line kAhead blocks ahead (one group: the
+// one-stream tiles) or kPairAhead ahead in both (two groups: decode's two
+// streams; 0: none).
+template <int G, int64_t kBytes, int kAhead, int kPairAhead>
 SS_AVX2 inline void block_starts(const uint8_t* group, GroupStep step, int64_t b, const uint8_t* (&p)[G]) {
+  constexpr int kDistance = G == 1 ? kAhead : kPairAhead;
   for (int u = 0; u < G; ++u) {
     p[u] = group + u * step.bytes + b * kBytes;
-    if constexpr (G == 1)
+    if constexpr (kDistance > 0)
       for (int line = 0; line < kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p[u] + kAhead * kBytes + line), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p[u] + kDistance * kBytes + line), _MM_HINT_T0);
   }
 }
 
@@ -211,7 +212,7 @@ SS_AVX2 void interleaved_q4_0_tile(const uint8_t* group, const QuantizedActs& xq
   zero(acc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p[G];
-    block_starts<G, kInterleavedBlockBytes, 8>(group, step, b, p);
+    block_starts<G, kInterleavedBlockBytes, 8, 16>(group, step, b, p);
     __m256i dot[G * NT][2];
     for (int k = 0; k < NT; ++k)
       for (int u = 0; u < G; ++u)
@@ -262,7 +263,7 @@ SS_AVX2 void interleaved_q8_0_tile(const uint8_t* group, const QuantizedActs& xq
   zero(acc);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p[G];
-    block_starts<G, kQ8InterleavedBlockBytes, 4>(group, step, b, p);
+    block_starts<G, kQ8InterleavedBlockBytes, 4, 0>(group, step, b, p);
     __m256i dot[G * NT][2];
     zero(dot);
     for (int j = 0; j < 8; ++j) {
@@ -490,11 +491,13 @@ SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
   if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
     if (xq.n < 4) {
       // Decode: the range's halves side by side, two DRAM streams per core,
-      // as the VNNI kernels do (ops/matmul_int8.cpp); the pair tiles leave
-      // out the one-group tiles' software prefetch. TinyLlama decode on the
+      // as the VNNI kernels do (ops/matmul_int8.cpp). TinyLlama decode on the
       // Zen 5 VM capped to AVX2, medians of five alternating runs, tok/s:
       // Q8_0 18.4 -> 21.1 (one thread), 35.7 -> 40.7 (two); Q4_0 34.4 ->
-      // 40.6, 63.6 -> 69.0; higher in every pair.
+      // 40.6, 63.6 -> 69.0; higher in every pair. Q8_0's pair tiles issue no
+      // software prefetch; Q4_0's prefetch both streams 16 blocks ahead, as
+      // the VNNI pair tile does: 52.5 -> 55.2 (one thread, four alternating
+      // runs), 61.4 -> 64.0 (two, three runs), higher in each.
       r0 = pair_range_halves(w, r0, r1, [&](int64_t g, GroupStep step) {
         const uint8_t* group = rows_begin(w, g * kInterleaveRows);
         float* yg = y + g * kInterleaveRows;
