@@ -692,7 +692,9 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
         for (int u = 0; u < G; ++u) {
           const uint8_t* pp = p[u] + kQ4KIlNibbles + kPairBytes * pair;
           // A group's super-blocks are contiguous, and the next group follows.
-          if (c % 4 == 0)
+          // Only the first activation rows' pass brings them in (a batch's
+          // later passes meet the group in cache).
+          if (c % 4 == 0 && t0 == 0)
             prefetch_share<kSuperBytes, 8>(p[u] + kSuperBlocksAhead<kSuperBytes> * kSuperBytes, 2 * pair + c / 4);
           const __m512i v = _mm512_loadu_si512(pp + 64 * c);
           lo[u] = _mm512_and_si512(v, low);
@@ -812,8 +814,9 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
           __m512i nib4[G][2];
           for (int u = 0; u < G; ++u) {
             const uint8_t* p = blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-            prefetch_share<kQ6KInterleavedBytes, 16>(
-                blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes, 4 * pair + h);
+            if (t0 == 0)  // as in interleaved_k45_tile
+              prefetch_share<kQ6KInterleavedBytes, 16>(
+                  blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes, 4 * pair + h);
             const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * h);
             // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.
             nib4[u][0] = _mm512_slli_epi16(_mm512_and_si512(nib, low), 2);

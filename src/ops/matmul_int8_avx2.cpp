@@ -352,7 +352,7 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
 #pragma GCC unroll 8
         for (int c = c0; c < c0 + kRun; ++c) {
           const uint8_t* chunk = pp + 64 * c;
-          if (h0 == 0 && c % 4 == 0)
+          if (h0 == 0 && t0 == 0 && c % 4 == 0)  // as the VNNI tiles
             prefetch_share<kSuperBytes, 8>(p + kSuperBlocksAhead<kSuperBytes> * kSuperBytes, 2 * pair + c / 4);
           for (int h = 0; h < H; ++h) {
             const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(chunk + 32 * (h0 + h)));
@@ -427,7 +427,7 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
 #pragma GCC unroll 2
         for (int h2 = 0; h2 < 2; ++h2) {
           const int hh = 2 * q + h2;
-          if (h0 == 0)
+          if (h0 == 0 && t0 == 0)
             prefetch_share<kQ6KInterleavedBytes, 16>(
                 blk + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes, 4 * pair + hh);
           for (int h = 0; h < H; ++h) {
