@@ -9,17 +9,34 @@
 
 namespace ss {
 
-// Best of `reps` sweeps over a fresh buffer of `bytes`, in bytes per second.
+struct ByteRange {
+  const void* data;
+  size_t bytes;
+};
+
+// How a sweep reads: a plain streaming sum, one stream per thread; or two
+// far-apart streams per thread with software prefetch, as the decode GEMVs
+// read (faster on some machines); Best: each, the faster counts.
+enum class ReadMethod { Plain, TwoStreams, Best };
+
+// Best of `reps` sweeps (both methods) over a fresh buffer of `bytes`, in
+// bytes per second.
 double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 5);
 
 // Best of `reps` sweeps over the given memory (a decode step's weights, say),
 // summed as 32-bit integers (arbitrary bytes: no float assists), in bytes per
 // second: how fast this process reads exactly what decode reads, where it
-// lies. Each range's size is rounded down to 256 bytes.
-struct ByteRange {
-  const void* data;
-  size_t bytes;
+// lies. Each range's size is rounded down to 256 bytes. Best runs both
+// methods in each rep.
+double measure_read_bandwidth(ThreadPool& pool, std::span<const ByteRange> ranges, int reps = 5,
+                              ReadMethod method = ReadMethod::Best);
+
+// One sweep by `method` (Best reads plainly): its speed and the 32-bit sum
+// of every word read, so a test can check that each word is read once.
+struct ReadSweep {
+  double bytes_per_s;
+  uint32_t sum;
 };
-double measure_read_bandwidth(ThreadPool& pool, std::span<const ByteRange> ranges, int reps = 5);
+ReadSweep read_sweep(ThreadPool& pool, std::span<const ByteRange> ranges, ReadMethod method);
 
 }  // namespace ss
