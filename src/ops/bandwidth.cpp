@@ -69,34 +69,42 @@ std::vector<Piece> pieces_of(std::span<const ByteRange> ranges, size_t* bytes) {
   return pieces;
 }
 
-// One sweep: Plain hands out the pieces one at a time; TwoStreams hands out
-// piece i together with piece i + half (half the pieces further on) and
-// reads both side by side, then an odd last piece alone.
+// Piece i read alone, or (pair) pieces i and j side by side.
+uint32_t read_pieces(const std::vector<Piece>& pieces, size_t i, size_t j, bool pair) {
+  if (!pair) return read_sum(pieces[i].words, pieces[i].n);
+  const Piece &a = pieces[i], &b = pieces[j];
+  const size_t n = std::min(a.n, b.n);
+  uint32_t s = read_pair_sum(a.words, b.words, n);
+  if (a.n > n) s += read_sum(a.words + n, a.n - n);
+  if (b.n > n) s += read_sum(b.words + n, b.n - n);
+  return s;
+}
+
+// One sweep: Plain hands out the pieces one at a time; TwoStreams gives
+// each thread a contiguous share of them (as a GEMV's rows are split) and
+// reads piece i of it together with piece i + half of the share, then an
+// odd last piece alone.
 ReadSweep sweep(ThreadPool& pool, const std::vector<Piece>& pieces, size_t bytes, ReadMethod method) {
-  const bool two = method == ReadMethod::TwoStreams;
-  const size_t half = two ? pieces.size() / 2 : 0;
-  const size_t items = two ? half + pieces.size() % 2 : pieces.size();
   std::atomic<uint32_t> sum{0};
   std::atomic<size_t> next{0};
-  const auto t0 = std::chrono::steady_clock::now();
-  pool.parallel_for(static_cast<size_t>(pool.size()), [&](size_t, size_t) {
+  const size_t threads = static_cast<size_t>(pool.size());
+  const auto start = std::chrono::steady_clock::now();
+  pool.parallel_for(threads, [&](size_t first, size_t last) {
     uint32_t s = 0;
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
-      if (!two) {
-        s += read_sum(pieces[i].words, pieces[i].n);
-      } else if (i == half) {  // the odd last piece
-        s += read_sum(pieces[2 * half].words, pieces[2 * half].n);
-      } else {
-        const Piece &a = pieces[i], &b = pieces[i + half];
-        const size_t n = std::min(a.n, b.n);
-        s += read_pair_sum(a.words, b.words, n);
-        if (a.n > n) s += read_sum(a.words + n, a.n - n);
-        if (b.n > n) s += read_sum(b.words + n, b.n - n);
+    if (method == ReadMethod::TwoStreams) {
+      for (size_t t = first; t < last; ++t) {
+        const size_t lo = pieces.size() * t / threads, hi = pieces.size() * (t + 1) / threads;
+        const size_t half = (hi - lo) / 2;
+        for (size_t i = lo; i < lo + half; ++i) s += read_pieces(pieces, i, i + half, true);
+        if ((hi - lo) % 2) s += read_pieces(pieces, hi - 1, 0, false);
       }
+    } else {
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < pieces.size();)
+        s += read_pieces(pieces, i, 0, false);
     }
     sum.fetch_add(s, std::memory_order_relaxed);
   });
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return {static_cast<double>(bytes) / sec, sum.load()};
 }
 }  // namespace
