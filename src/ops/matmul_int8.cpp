@@ -336,8 +336,7 @@ SS_VNNI void vnni_tile_q4k(const uint8_t* const* rows, const QuantizedActs& xq, 
     for (int q = 0; q < R; ++q) {
       constexpr int kBytes = kFive ? kQ5_KBytes : kQ4_KBytes;
       const uint8_t* blk = rows[q] + sb * kBytes;
-      for (int line = 0; line < kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch_ahead + line), _MM_HINT_T0);
+      prefetch_lines<kBytes>(blk + prefetch_ahead);
       uint16_t hd[2];
       std::memcpy(hd, blk, 4);
       alignas(16) uint8_t scm[16];
@@ -427,8 +426,7 @@ SS_VNNI void vnni_tile_q6k(const uint8_t* const* rows, const QuantizedActs& xq, 
     }
     for (int q = 0; q < R; ++q) {
       const uint8_t* blk = rows[q] + sb * kQ6_KBytes;
-      for (int line = 0; line < kQ6_KBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk + prefetch_ahead + line), _MM_HINT_T0);
+      prefetch_lines<kQ6_KBytes>(blk + prefetch_ahead);
       uint16_t hd;
       std::memcpy(&hd, blk + 208, 2);
       const __m512 sc = _mm512_mul_ps(
@@ -512,8 +510,7 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
     // Eight blocks (2304 bytes) ahead into L1: TinyLlama Q4_0 decode, 2
     // threads, six interleaved rounds: 35.9-37.8 -> 39.6-41.4 tok/s; 1152
     // bytes about the same, 4608 and 9216 slower (33-34).
-    for (int line = 0; line < kInterleavedBlockBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(p + 8 * kInterleavedBlockBytes + line), _MM_HINT_T0);
+    prefetch_lines<kInterleavedBlockBytes>(p + 8 * kInterleavedBlockBytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m512i dlo[NT], dhi[NT];  // two chains per block: half the dependent vpdpbusd latency
     for (int k = 0; k < NT; ++k) {
@@ -567,9 +564,7 @@ SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, in
     // with it (8 blocks ahead: 27.6 -> 25.8), and its two streams alone read
     // 0.98-1.0 of a plain sweep (kernels_bench DecodeSweep).
     if constexpr (kQ4 && NT < 4)
-      for (int u = 0; u < 2; ++u)
-        for (int line = 0; line < kBytes; line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(p[u] + 16 * kBytes + line), _MM_HINT_T0);
+      for (int u = 0; u < 2; ++u) prefetch_lines<kBytes>(p[u] + 16 * kBytes);
     __m512i dot[2][NT];
     for (int k = 0; k < NT; ++k)
       dot[0][k] = dot[1][k] = _mm512_set1_epi32((kQ4 ? -8 : -128) * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
@@ -732,8 +727,7 @@ SS_VNNI void interleaved_q8_tile(const uint8_t* group, const QuantizedActs& xq, 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p = group + b * kQ8InterleavedBlockBytes;
     // Four blocks (2176 bytes) ahead, as Q4_0 reads 2304 ahead.
-    for (int line = 0; line < kQ8InterleavedBlockBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(p + 4 * kQ8InterleavedBlockBytes + line), _MM_HINT_T0);
+    prefetch_lines<kQ8InterleavedBlockBytes>(p + 4 * kQ8InterleavedBlockBytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m512i d0[NT], d1[NT];  // two chains per block: half the dependent vpdpbusd latency
     for (int k = 0; k < NT; ++k) {

@@ -163,9 +163,7 @@ SS_AVX2 inline void block_starts(const uint8_t* group, GroupStep step, int64_t b
   constexpr int kDistance = G == 1 ? kAhead : kPairAhead;
   for (int u = 0; u < G; ++u) {
     p[u] = group + u * step.bytes + b * kBytes;
-    if constexpr (kDistance > 0)
-      for (int line = 0; line < kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(p[u] + kDistance * kBytes + line), _MM_HINT_T0);
+    if constexpr (kDistance > 0) prefetch_lines<kBytes>(p[u] + kDistance * kBytes);
   }
 }
 
@@ -485,6 +483,15 @@ SS_AVX2 void kquant_group(const uint8_t* group, const QuantizedActs& xq, int t0,
 // Groups of 16 rows of an interleaved matrix, two activation rows per pass
 // (16 vector registers), each group met by every activation row while its
 // bytes are still in L1/L2.
+// Activation rows [0, n) two at a time, then the last one alone:
+// tile.template operator()<NT>(t) for rows [t, t + NT).
+template <typename Tile>
+__attribute__((always_inline)) inline void in_twos(int n, Tile& tile) {
+  int t = 0;
+  for (; t + 2 <= n; t += 2) tile.template operator()<2>(t);
+  if (t < n) tile.template operator()<1>(t);
+}
+
 template <GgmlType T>
 SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
@@ -507,9 +514,7 @@ SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
           else
             interleaved_q8_0_tile<NT, 2>(group, xq, t, yg + t * rows, rows, step);
         };
-        int t = 0;
-        for (; t + 2 <= xq.n; t += 2) pair.template operator()<2>(t);
-        if (t < xq.n) pair.template operator()<1>(t);
+        in_twos(xq.n, pair);
       });
     }
   }
@@ -524,9 +529,7 @@ SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
       else
         kquant_group<T, NT>(group, xq, t, yg + t * rows, rows);
     };
-    int t = 0;
-    for (; t + 2 <= xq.n; t += 2) tile.template operator()<2>(t);
-    if (t < xq.n) tile.template operator()<1>(t);
+    in_twos(xq.n, tile);
   }
 }
 #undef SS_AVX2
