@@ -53,6 +53,26 @@ struct DecodeSample {
   size_t rss;
 };
 
+// What one decode step reads: every matrix once (as the kernels read it: the
+// interleaved copy where there is one), one embedding row, in the order
+// decode reads them; *bytes their sum.
+std::vector<ByteRange> decode_weight_ranges(const Model& m, double* bytes) {
+  std::vector<ByteRange> ranges;
+  *bytes = 0;
+  auto add = [&](const TensorView& t, int64_t rows) {
+    if (t.empty()) return;
+    const bool il = t.interleaved != nullptr;
+    const size_t size = il ? interleaved_bytes(t) : row_bytes(t.type, t.ne0) * static_cast<size_t>(rows);
+    ranges.push_back({il ? t.interleaved : t.data, size});
+    *bytes += static_cast<double>(size);
+  };
+  add(m.tok_embd, 1);
+  for (const auto& L : m.layers)
+    for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*t, t->ne1);
+  add(m.output, m.output.ne1);
+  return ranges;
+}
+
 }  // namespace
 
 BenchCommand::BenchCommand(CLI::App& app) {
@@ -92,6 +112,15 @@ int BenchCommand::run() {
   if (!pols.ok()) return fail(pols.error().message);
   if (pols.value()[0].recompute()) return fail("bench the streaming policy; give recompute via --compare");
   const KvPolicy policy = pols.value()[0].policy;
+  if (bandwidth_) {
+    // The probe times whole 256-byte pieces of each tensor (ops/bandwidth.h):
+    // said before any work, not as a division by zero after it.
+    double bytes = 0;
+    const auto ranges = decode_weight_ranges(*model, &bytes);
+    if (std::none_of(ranges.begin(), ranges.end(), [](const ByteRange& r) { return r.bytes >= 256; }))
+      return fail(
+          "--bandwidth: every weight tensor of this model is under the probe's 256-byte piece; nothing to time");
+  }
   auto prefill = parse_list(prefill_);
   auto positions = parse_list(positions_);
   if (!prefill.ok()) return fail(prefill.error().message);
@@ -425,23 +454,8 @@ int BenchCommand::run() {
   }
 
   if (bandwidth_) {
-    // What one decode step reads: every matrix once (as the kernels read it:
-    // the interleaved copy where there is one), one embedding row, in the
-    // order decode reads them.
-    std::vector<ByteRange> ranges;
     double bytes = 0;
-    auto add = [&](const TensorView& t, int64_t rows) {
-      if (t.empty()) return;
-      const bool il = t.interleaved != nullptr;
-      const size_t size = il ? interleaved_bytes(t) : row_bytes(t.type, t.ne0) * static_cast<size_t>(rows);
-      ranges.push_back({il ? t.interleaved : t.data, size});
-      bytes += static_cast<double>(size);
-    };
-    const Model& m = *model;
-    add(m.tok_embd, 1);
-    for (const auto& L : m.layers)
-      for (const TensorView* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) add(*t, t->ne1);
-    add(m.output, m.output.ne1);
+    const std::vector<ByteRange> ranges = decode_weight_ranges(*model, &bytes);
     // The weights where they lie, summed as a plain streaming read and as
     // two prefetched streams per thread, and a fresh buffer (both ways): the
     // ceiling takes the fastest.

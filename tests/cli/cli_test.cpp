@@ -277,5 +277,46 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
   std::remove(q.c_str());
 }
 
+TEST(Cli, BenchBandwidthRefusesWeightsTooSmallToProbe) {
+  // A llama2.c file whose every tensor is under the probe's 256-byte piece
+  // (dim 4, vocab 8, one layer, shared classifier: 128 bytes at most): the
+  // probe would time nothing, so --bandwidth is refused before any work
+  // and the same bench without it runs.
+  const std::string f = test::temp_path("bench_specks.bin");
+  const int32_t dim = 4, hidden = 4, layers = 1, heads = 1, kv = 1, vocab = 8, seq = 8;
+  // embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final, rope cos, rope sin
+  const size_t floats = vocab * dim + dim + 4 * dim * dim + dim + 3 * hidden * dim + dim + 2 * seq * (dim / heads) / 2;
+  std::vector<float> w(floats);
+  for (size_t i = 0; i < floats; ++i) w[i] = 0.01f * static_cast<float>(i % 17) - 0.08f;
+  FILE* out = std::fopen(f.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  for (int32_t h : {dim, hidden, layers, heads, kv, vocab, seq}) std::fwrite(&h, 4, 1, out);
+  std::fwrite(w.data(), 4, w.size(), out);
+  std::fclose(out);
+  // Its llama2.c tokenizer: max token length, then score, length, bytes.
+  const std::string z = test::temp_path("bench_specks_tok.bin");
+  out = std::fopen(z.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  const int32_t max_len = 5;
+  std::fwrite(&max_len, 4, 1, out);
+  for (const std::string t : {"<unk>", "<s>", "</s>", "a", "b", "c", " a", " b"}) {
+    const float score = 0;
+    const auto len = static_cast<int32_t>(t.size());
+    std::fwrite(&score, 4, 1, out);
+    std::fwrite(&len, 4, 1, out);
+    std::fwrite(t.data(), 1, t.size(), out);
+  }
+  std::fclose(out);
+  const std::string args = "bench -m " + f + " -z " + z + " --policy sinks:2:4 --prefill 2 --positions 3 --samples 2";
+  auto plain = run(args, true);
+  ASSERT_EQ(plain.rc, 0) << plain.out;
+  auto bw = run(args + " --bandwidth", true);
+  EXPECT_NE(bw.rc, 0) << bw.out;
+  EXPECT_NE(bw.out.find("256-byte"), std::string::npos) << bw.out;
+  EXPECT_EQ(bw.out.find("prefill"), std::string::npos) << "refused only after measuring:\n" << bw.out;
+  std::remove(f.c_str());
+  std::remove(z.c_str());
+}
+
 }  // namespace
 }  // namespace ss
