@@ -61,14 +61,18 @@ for line in open(sys.argv[1]):
     who, ty, t, test, x = line.split()
     v[(who, ty, t, test)].append(float(x))
 med = lambda k: statistics.median(v[k]) if v[k] else float("nan")
-print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | sinkstream p99/p50 | host steal % |")
-print("|---|---|---|---|---|---|---|")
+print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | tg ratio by round | sinkstream p99/p50 | host steal % |")
+print("|---|---|---|---|---|---|---|---|")
 for ty in dict.fromkeys(k[1] for k in v):
     for t in dict.fromkeys(k[2] for k in v if k[1] == ty):
         lt, lp, st, sp = med(("llama", ty, t, "tg")), med(("llama", ty, t, "pp")), med(("ss", ty, t, "tg")), med(("ss", ty, t, "pp"))
         tail = med(("ss", ty, t, "p99")) / med(("ss", ty, t, "p50"))
         steal = med(("ss", ty, t, "steal"))
-        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {tail:.2f} | {steal:.1f} |")
+        # Each round's pair ran a minute apart: their spread is the drift
+        # of this machine's speed that the medians smooth over.
+        rounds = [s / l for s, l in zip(v[("ss", ty, t, "tg")], v[("llama", ty, t, "tg")])]
+        spread = f"{min(rounds):.2f}-{max(rounds):.2f}x" if rounds else "-"
+        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {spread} | {tail:.2f} | {steal:.1f} |")
 print(f"({len(v[next(iter(v))])} rounds, medians)")
 PY
 rm -f "$LOG"

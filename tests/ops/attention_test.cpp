@@ -76,7 +76,7 @@ namespace {
 void check_OnlineSoftmaxOverRunsMatchesTwoPassTwin() {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> u(-3, 3);
-  for (int hd : {8, 13, 16, 64, 128}) {
+  for (int hd : {8, 13, 16, 48, 64, 72, 128, 256}) {
     for (int g : {1, 2, 3, 4}) {
       for (int n : {1, 5, 16, 37, 100}) {
         for (const int col_stride : {n + 5, (n + 15) / 16 * 16 + 16}) {  // K dimension-major, as in a block
