@@ -36,20 +36,25 @@ for round in $(seq "$ROUNDS"); do
     for ty in $TYPES; do
       f=$DIR/cmp-$SHAPE-$ty.gguf
       echo "round $round/$ROUNDS: $ty, $t threads" >&2
-      "$LB" -m "$f" -p 512 -n 128 -t "$t" -r 1 -o csv 2>/dev/null | python3 -c '
+      # Each tool's output to a file first, read after it exits: python3
+      # starting up while timed steps run would take a core from a
+      # two-thread run (small models decode in milliseconds).
+      "$LB" -m "$f" -p 512 -n 128 -t "$t" -r 1 -o csv 2>/dev/null >"$LOG.csv"
+      python3 -c '
 import csv, sys
-for r in csv.DictReader(sys.stdin):
+for r in csv.DictReader(open(sys.argv[3])):
     test = "pp" if r["n_prompt"] != "0" else "tg"
-    print("llama", sys.argv[1], sys.argv[2], test, r["avg_ts"])' "$ty" "$t" >>"$LOG"
+    print("llama", sys.argv[1], sys.argv[2], test, r["avg_ts"])' "$ty" "$t" "$LOG.csv" >>"$LOG"
       before=$(cpu_times)
-      "$SS" bench -m "$f" --prefill 512 --positions 64 --samples 128 -t "$t" --json 2>/dev/null | python3 -c '
+      "$SS" bench -m "$f" --prefill 512 --positions 64 --samples 128 -t "$t" --json 2>/dev/null >"$LOG.json"
+      python3 -c '
 import json, sys
-j = json.load(sys.stdin)
+j = json.load(open(sys.argv[3]))
 print("ss", sys.argv[1], sys.argv[2], "pp", j["prefill"][0]["tok_s"])
 d = j["decode"][0]
 print("ss", sys.argv[1], sys.argv[2], "tg", d["tok_s"])
 print("ss", sys.argv[1], sys.argv[2], "p50", d["p50_ms"])
-print("ss", sys.argv[1], sys.argv[2], "p99", d["p99_ms"])' "$ty" "$t" >>"$LOG"
+print("ss", sys.argv[1], sys.argv[2], "p99", d["p99_ms"])' "$ty" "$t" "$LOG.json" >>"$LOG"
       echo "ss $ty $t steal $(steal_share "$before" "$(cpu_times)")" >>"$LOG"
     done
   done
@@ -75,4 +80,4 @@ for ty in dict.fromkeys(k[1] for k in v):
         print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {spread} | {tail:.2f} | {steal:.1f} |")
 print(f"({len(v[next(iter(v))])} rounds, medians)")
 PY
-rm -f "$LOG"
+rm -f "$LOG" "$LOG.json" "$LOG.csv"
