@@ -41,17 +41,52 @@ void swiglu_scalar(const float* gate, const float* up, int n, float* out) {
 }
 
 namespace {
-inline float gelu_one(float x) {
-  constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kA = 0.044715f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kA * x * x)));
+constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kGeluA = 0.044715f;
+
+inline float gelu_one(float x) { return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kGeluA * x * x))); }
+
+// The same function as x * sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
+// 1 + tanh(u) = 2 / (1 + exp(-2u)), with no cancellation for negative x
+// (where 1 + tanh(u) is small) and exp by the polynomial, so it vectorises.
+// Far below 0, exp(-2u) is clamped and the result ~ -0 as libm's gives.
+template <class F>
+__attribute__((always_inline)) inline F gelu_fast(F x) {
+  const F u2 = (2.0f * kSqrt2OverPi) * x * (1.0f + kGeluA * x * x);
+  return x / (1.0f + fast_exp::exp_clamped(F{} - u2));
+}
+
+// out[i] = gelu(gate[i]) (* up[i] when up): 16 lanes at a time, then one by one.
+template <bool kGated>
+__attribute__((always_inline)) inline void gelu_rows(const float* gate, const float* up, int n, float* out) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    Lanes g;
+    std::memcpy(&g, gate + i, sizeof g);
+    Lanes r = gelu_fast(g);
+    if constexpr (kGated) {
+      Lanes u;
+      std::memcpy(&u, up + i, sizeof u);
+      r *= u;
+    }
+    std::memcpy(out + i, &r, sizeof r);
+  }
+  for (; i < n; ++i) out[i] = kGated ? gelu_fast(gate[i]) * up[i] : gelu_fast(gate[i]);
+}
+
+SS_CLONE_IMPL void gelu_tanh_impl(float* x, int n) { gelu_rows<false>(x, nullptr, n, x); }
+SS_CLONE_IMPL void geglu_impl(const float* gate, const float* up, int n, float* out) {
+  gelu_rows<true>(gate, up, n, out);
 }
 }  // namespace
 
-void gelu_tanh(float* x, int n) {
+SS_CLONED(void, gelu_tanh, (float* x, int n), (x, n))
+SS_CLONED(void, geglu, (const float* gate, const float* up, int n, float* out), (gate, up, n, out))
+
+void gelu_tanh_scalar(float* x, int n) {
   for (int i = 0; i < n; ++i) x[i] = gelu_one(x[i]);
 }
 
-void geglu(const float* gate, const float* up, int n, float* out) {
+void geglu_scalar(const float* gate, const float* up, int n, float* out) {
   for (int i = 0; i < n; ++i) out[i] = gelu_one(gate[i]) * up[i];
 }
 
