@@ -112,12 +112,14 @@ int BenchCommand::run() {
   if (!pols.ok()) return fail(pols.error().message);
   if (pols.value()[0].recompute()) return fail("bench the streaming policy; give recompute via --compare");
   const KvPolicy policy = pols.value()[0].policy;
+  // What --bandwidth sweeps (the weights where the loaded model keeps them).
+  double weight_bytes = 0;
+  const std::vector<ByteRange> weight_ranges =
+      bandwidth_ ? decode_weight_ranges(*model, &weight_bytes) : std::vector<ByteRange>{};
   if (bandwidth_) {
     // The probe times whole 256-byte pieces of each tensor (ops/bandwidth.h):
     // said before any work, not as a division by zero after it.
-    double bytes = 0;
-    const auto ranges = decode_weight_ranges(*model, &bytes);
-    if (std::none_of(ranges.begin(), ranges.end(), [](const ByteRange& r) { return r.bytes >= 256; }))
+    if (std::none_of(weight_ranges.begin(), weight_ranges.end(), [](const ByteRange& r) { return r.bytes >= 256; }))
       return fail(
           "--bandwidth: every weight tensor of this model is under the probe's 256-byte piece; nothing to time");
   }
@@ -454,8 +456,8 @@ int BenchCommand::run() {
   }
 
   if (bandwidth_) {
-    double bytes = 0;
-    const std::vector<ByteRange> ranges = decode_weight_ranges(*model, &bytes);
+    const std::vector<ByteRange>& ranges = weight_ranges;
+    const double bytes = weight_bytes;
     // The weights where they lie, summed as a plain streaming read and as
     // two prefetched streams per thread, and a fresh buffer (both ways): the
     // ceiling takes the fastest.

@@ -18,16 +18,32 @@ __attribute__((always_inline)) inline F swiglu_one(F g, F u) {
   return g * u / (1.0f + fast_exp::exp_clamped(F{} - g));
 }
 
-SS_CLONE_IMPL void swiglu_impl(const float* gate, const float* up, int n, float* out) {
+// out[i] = Op{}(gate[i], up[i]): 16 lanes at a time, then one by one. Op's
+// operator() is an always-inline template (float and Lanes), so each clone
+// compiles it at its own level (a lambda would be a separate, baseline
+// function where an unoptimised build does not inline it).
+template <class Op>
+__attribute__((always_inline)) inline void by_lanes(const float* gate, const float* up, int n, float* out) {
   int i = 0;
   for (; i + 16 <= n; i += 16) {
     Lanes g, u;
     std::memcpy(&g, gate + i, sizeof g);
     std::memcpy(&u, up + i, sizeof u);
-    const Lanes r = swiglu_one(g, u);
+    const Lanes r = Op{}(g, u);
     std::memcpy(out + i, &r, sizeof r);
   }
-  for (; i < n; ++i) out[i] = swiglu_one(gate[i], up[i]);
+  for (; i < n; ++i) out[i] = Op{}(gate[i], up[i]);
+}
+
+struct Swiglu {
+  template <class F>
+  __attribute__((always_inline)) F operator()(F g, F u) const {
+    return swiglu_one(g, u);
+  }
+};
+
+SS_CLONE_IMPL void swiglu_impl(const float* gate, const float* up, int n, float* out) {
+  by_lanes<Swiglu>(gate, up, n, out);
 }
 }  // namespace
 
@@ -55,27 +71,22 @@ __attribute__((always_inline)) inline F gelu_fast(F x) {
   return x / (1.0f + fast_exp::exp_clamped(F{} - u2));
 }
 
-// out[i] = gelu(gate[i]) (* up[i] when up): 16 lanes at a time, then one by one.
-template <bool kGated>
-__attribute__((always_inline)) inline void gelu_rows(const float* gate, const float* up, int n, float* out) {
-  int i = 0;
-  for (; i + 16 <= n; i += 16) {
-    Lanes g;
-    std::memcpy(&g, gate + i, sizeof g);
-    Lanes r = gelu_fast(g);
-    if constexpr (kGated) {
-      Lanes u;
-      std::memcpy(&u, up + i, sizeof u);
-      r *= u;
-    }
-    std::memcpy(out + i, &r, sizeof r);
+struct Gelu {  // of the gate alone (gelu_tanh passes x as both)
+  template <class F>
+  __attribute__((always_inline)) F operator()(F g, F) const {
+    return gelu_fast(g);
   }
-  for (; i < n; ++i) out[i] = kGated ? gelu_fast(gate[i]) * up[i] : gelu_fast(gate[i]);
-}
+};
+struct Geglu {
+  template <class F>
+  __attribute__((always_inline)) F operator()(F g, F u) const {
+    return gelu_fast(g) * u;
+  }
+};
 
-SS_CLONE_IMPL void gelu_tanh_impl(float* x, int n) { gelu_rows<false>(x, nullptr, n, x); }
+SS_CLONE_IMPL void gelu_tanh_impl(float* x, int n) { by_lanes<Gelu>(x, x, n, x); }
 SS_CLONE_IMPL void geglu_impl(const float* gate, const float* up, int n, float* out) {
-  gelu_rows<true>(gate, up, n, out);
+  by_lanes<Geglu>(gate, up, n, out);
 }
 }  // namespace
 

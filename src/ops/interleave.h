@@ -85,6 +85,13 @@ inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768
 // slower than at 2176.
 inline constexpr int64_t kKQuantPrefetchAhead = 9216;
 
+// Every line of the kBytes at `at` (a block the kernel will read) into L1,
+// one prefetch per 64 bytes from `at`.
+template <int64_t kBytes>
+__attribute__((always_inline)) inline void prefetch_lines(const uint8_t* at) {
+  for (int64_t line = 0; line < kBytes; line += 64) __builtin_prefetch(at + line, 0, 3);
+}
+
 // The K-quant GEMV kernels prefetch whole super-blocks, kAhead of them ahead
 // (the nearest to kKQuantPrefetchAhead bytes), in kSteps shares spread over
 // the one they read: share `step` of the super-block at `ahead` in points
@@ -99,13 +106,6 @@ inline constexpr int64_t kKQuantPrefetchAhead = 9216;
 // Q6_K 0.73-0.81 -> 0.98-1.07 (Q6_K 2, 4 and 6 super-blocks ahead read
 // 0.97-1.13 too; a second stream three times as far into L2, as Q6_K had
 // before, 0.83-0.85).
-// Every line of the kBytes at `at` (a block the kernel will read) into L1,
-// one prefetch per 64 bytes from `at`.
-template <int64_t kBytes>
-__attribute__((always_inline)) inline void prefetch_lines(const uint8_t* at) {
-  for (int64_t line = 0; line < kBytes; line += 64) __builtin_prefetch(at + line, 0, 3);
-}
-
 template <int64_t kBytes>
 inline constexpr int64_t kSuperBlocksAhead = (kKQuantPrefetchAhead + kBytes / 2) / kBytes;
 template <int64_t kBytes, int kSteps>

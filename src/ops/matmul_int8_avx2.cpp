@@ -480,9 +480,6 @@ SS_AVX2 void kquant_group(const uint8_t* group, const QuantizedActs& xq, int t0,
   }
 }
 
-// Groups of 16 rows of an interleaved matrix, two activation rows per pass
-// (16 vector registers), each group met by every activation row while its
-// bytes are still in L1/L2.
 // Activation rows [0, n) two at a time, then the last one alone:
 // tile.template operator()<NT>(t) for rows [t, t + NT).
 template <typename Tile>
@@ -492,6 +489,9 @@ __attribute__((always_inline)) inline void in_twos(int n, Tile& tile) {
   if (t < n) tile.template operator()<1>(t);
 }
 
+// Groups of 16 rows of an interleaved matrix, two activation rows per pass
+// (16 vector registers), each group met by every activation row while its
+// bytes are still in L1/L2.
 template <GgmlType T>
 SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
