@@ -12,11 +12,17 @@
 namespace ss {
 
 namespace {
-// Below this many multiply-adds per part, splitting costs more than it saves.
-constexpr int64_t kMinWorkPerPart = 1 << 16;
+// Below this many multiply-adds per part, splitting costs more than it
+// saves. The int8 / bf16 kernels do a multiply-add in a fraction of the float
+// path's time, so a part needs more of them to pay for the fork-join: at 2
+// threads, 1 << 16 left stories15M Q4_0 decode 8% slower than 1 << 17, and
+// gpt-oss-tiny's slower than one thread (1 << 17 and 1 << 18 tie on both,
+// and on Pythia-160M).
+constexpr int64_t kMinFloatWorkPerPart = int64_t{1} << 16;
+constexpr int64_t kMinReducedWorkPerPart = int64_t{1} << 17;
 
-int parts_for(int64_t work, const ThreadPool& pool) {
-  return static_cast<int>(std::clamp<int64_t>(work / kMinWorkPerPart, 1, pool.size()));
+int parts_for(int64_t work, int64_t min_work_per_part, const ThreadPool& pool) {
+  return static_cast<int>(std::clamp<int64_t>(work / min_work_per_part, 1, pool.size()));
 }
 
 // Reduced-precision paths over several matrices that share X: X rounded once
@@ -30,7 +36,7 @@ void shared_pass(std::span<const MatmulOut> outs, int n, ThreadPool& pool, const
     tiles += (o.w->ne1 + 15) / 16;
     work += o.w->ne1 * cols * n;
   }
-  const int parts = parts_for(work, pool);
+  const int parts = parts_for(work, kMinReducedWorkPerPart, pool);
   // Tiles go out in chunks as threads become free, since per-core speeds
   // differ on a shared machine and a static split waits for the slowest.
   // Chunks shrink as the pass goes on (guided scheduling: each takes half of
@@ -132,7 +138,7 @@ void matmul_shared_input(std::span<const MatmulOut> outs, const float* x, int n,
 void matmul(const TensorView& w, const float* x, int n, float* y, ThreadPool& pool, ActQuant aq) {
   const MatmulOut one{&w, y};
   if (reduced_precision(std::span<const MatmulOut>(&one, 1), x, n, pool, aq)) return;
-  const int parts = parts_for(w.ne0 * w.ne1 * n, pool);
+  const int parts = parts_for(w.ne0 * w.ne1 * n, kMinFloatWorkPerPart, pool);
   if (parts == 1) {
     matmul_rows_simd(w, x, n, y, 0, w.ne1);
     return;

@@ -152,7 +152,7 @@ class Engine {
       std::vector<float> cos_t, sin_t, cos_c, sin_c;  // [T x pairs]
     };
     std::vector<Angles> angles;  // [rotaries]
-    int attn_parts = 1;          // threads the attention splits into
+    int attn_parts[2] = {1, 1};  // [KvGroup] threads each group's attention splits into
   };
   void prepare_round(std::span<RoundPart> parts, RoundBatch& b);
   void embed(std::span<RoundPart> parts, const RoundBatch& b);

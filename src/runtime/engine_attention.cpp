@@ -121,7 +121,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
       attn_online_finish(group, hd, l.data(), acc.data(), att_.data() + q_off);
     }
   };
-  threads_.parallel_for(static_cast<size_t>(b.T) * static_cast<size_t>(c.n_kv_heads), run, b.attn_parts);
+  threads_.parallel_for(static_cast<size_t>(b.T) * static_cast<size_t>(c.n_kv_heads), run, b.attn_parts[a.group]);
   if (a.group == kFull && !b.h2o_parts.empty()) attention_h2o(layer, b);
 }
 
