@@ -13,6 +13,7 @@
 #include "ops/kernel_report.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
+#include "util/plain_loop.h"
 #include "util/rss.h"
 
 namespace ss::cli {
@@ -100,6 +101,10 @@ BenchCommand::BenchCommand(CLI::App& app) {
             "probe memory read bandwidth and report decode as a share of bandwidth / weight bytes per token; then "
             "--samples more decode steps, each followed by a plain sweep over the same weights (the paired "
             "share: median sweep time / step time)");
+  sub_.flag("--host-floor", host_floor_,
+            "after the decode positions, --samples more decode steps, each followed by a plain arithmetic loop as "
+            "long as the last position's p50 step: the loop's p99/p50 is what this machine adds to any step of that "
+            "length (timer ticks, preemption), the floor under decode's");
   sub_.add("--seed", seed_, "seed of the random token stream").show_default();
   sub_.flag("--json", json_, "print results as JSON");
 }
@@ -453,6 +458,30 @@ int BenchCommand::run() {
         std::printf("batched decode %4lld sequences (context %d): %10.1f tok/s aggregate (%.2fx the first)\n",
                     static_cast<long long>(B), batch_context_, tps, tps / base);
     }
+  }
+
+  if (host_floor_ && !samples.empty()) {
+    // Step and loop in alternation, so both see the same minutes of a
+    // shared machine.
+    const PlainLoop loop(samples.back().p50_ms);
+    std::vector<double> step_ms, loop_ms;
+    const int64_t from = pos;
+    for (int i = 0; i < samples_; ++i) {
+      if (auto st = decode_steps(1, step_ms); !st.ok()) return fail(st.error().message);
+      const auto t0 = Clock::now();
+      loop.run();
+      loop_ms.push_back(ms_since(t0));
+    }
+    const double sp50 = percentile(step_ms, 0.5), sp99 = percentile(step_ms, 0.99);
+    const double lp50 = percentile(loop_ms, 0.5), lp99 = percentile(loop_ms, 0.99);
+    out["host_floor"] = {{"position", from},    {"pairs", samples_},         {"step_p50_ms", sp50},
+                         {"step_p99_ms", sp99}, {"step_ratio", sp99 / sp50}, {"loop_p50_ms", lp50},
+                         {"loop_p99_ms", lp99}, {"loop_ratio", lp99 / lp50}};
+    if (!json_)
+      std::printf(
+          "host floor (%d decode steps from position %lld, each followed by a plain loop): step p50 %.4f ms p99 "
+          "%.4f ms (p99/p50 %.2f) | loop p50 %.4f ms p99 %.4f ms (p99/p50 %.2f)\n",
+          samples_, static_cast<long long>(from), sp50, sp99, sp99 / sp50, lp50, lp99, lp99 / lp50);
   }
 
   if (bandwidth_) {

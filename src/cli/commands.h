@@ -82,6 +82,7 @@ class BenchCommand {
   std::string batch_;
   int batch_context_ = 64;
   bool bandwidth_ = false;
+  bool host_floor_ = false;
   int samples_ = 256;
   uint64_t seed_ = 1;
   bool json_ = false;

@@ -274,6 +274,15 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
   EXPECT_GE(p["share_p90"].get<double>(), p["share_p50"].get<double>()) << p;
   EXPECT_GE(p["share_p50"].get<double>(), p["share_p10"].get<double>()) << p;
   EXPECT_GT(p["share_p10"].get<double>(), 0) << p;
+  // The host floor: one plain loop after each of --samples more steps, from
+  // where the stream reached (20, then 6 timed steps), both timed.
+  auto hf = run("bench -m " + q + " --prefill 8 --positions 20 --samples 6 --host-floor --json");
+  ASSERT_EQ(hf.rc, 0) << hf.out;
+  const auto h = nlohmann::json::parse(hf.out)["host_floor"];
+  EXPECT_EQ(h["pairs"].get<int>(), 6) << h;
+  EXPECT_EQ(h["position"].get<int64_t>(), 26) << h;
+  for (const char* k : {"step_p50_ms", "loop_p50_ms"}) EXPECT_GT(h[k].get<double>(), 0) << k << h;
+  for (const char* k : {"step_ratio", "loop_ratio"}) EXPECT_GE(h[k].get<double>(), 1.0) << k << h;
   std::remove(q.c_str());
 }
 

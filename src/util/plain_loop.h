@@ -1,0 +1,21 @@
+#pragma once
+// A loop of dependent integer arithmetic that touches no memory, calibrated
+// to a given length. Timed over and over, whatever spread its times show is
+// the host's (timer ticks, a hypervisor preempting the vCPU, clock changes),
+// not any program's: the floor under a decode step's p99 / p50 at that length.
+#include <cstdint>
+
+namespace ss {
+
+class PlainLoop {
+ public:
+  // Calibrated on the calling thread, now, to take about `ms` per run().
+  explicit PlainLoop(double ms);
+  void run() const;
+  int64_t iterations() const { return iterations_; }
+
+ private:
+  int64_t iterations_;
+};
+
+}  // namespace ss
