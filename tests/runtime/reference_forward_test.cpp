@@ -85,6 +85,16 @@ TEST(ReferenceForward, Qwen2WithBiasAndNeoxRope) {
   check(s, KvPolicy::sinks_window(0, 7), 1e-4);
 }
 
+TEST(ReferenceForward, MultiHeadAttentionUnderEveryWindow) {
+  // One KV head per query head (Pythia, Phi, MPT, Llama-7B): windows past
+  // the prompt, shorter than it with and without sinks, and of two tokens.
+  test::TinySpec s;
+  s.kv_heads = s.heads;
+  for (const auto& pol : {KvPolicy::dense(), KvPolicy::sinks_window(2, 9), KvPolicy::sinks_window(4, 5),
+                          KvPolicy::sinks_window(0, 7), KvPolicy::sinks_window(1, 2)})
+    check(s, pol, 1e-4);
+}
+
 TEST(ReferenceForward, MistralLoadsAsLlamaFamily) {
   test::TinySpec s;
   s.arch = "mistral";
