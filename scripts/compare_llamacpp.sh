@@ -19,6 +19,9 @@ TYPES=${TYPES:-q4_0 q8_0 q4_k_m q5_k_m q6_k}
 SHAPE=${SHAPE:-tinyllama-1.1b}
 DIR=${DIR:-/tmp}
 LOG=$(mktemp)
+# Beside decode's p99/p50, bench --host-floor's: a plain arithmetic loop as
+# long as a step, on every thread, joined, in alternation with 128 more steps
+# (what the machine alone adds to a step of that length).
 # The host's share of this VM's CPU time (/proc/stat "steal") over a run: on a
 # shared VM a decode step waits whenever the host takes a vCPU, which is
 # where the p99 tails come from; 0 on bare metal.
@@ -46,7 +49,7 @@ for r in csv.DictReader(open(sys.argv[3])):
     test = "pp" if r["n_prompt"] != "0" else "tg"
     print("llama", sys.argv[1], sys.argv[2], test, r["avg_ts"])' "$ty" "$t" "$LOG.csv" >>"$LOG"
       before=$(cpu_times)
-      "$SS" bench -m "$f" --prefill 512 --positions 64 --samples 128 -t "$t" --json 2>/dev/null >"$LOG.json"
+      "$SS" bench -m "$f" --prefill 512 --positions 64 --samples 128 -t "$t" --host-floor --json 2>/dev/null >"$LOG.json"
       python3 -c '
 import json, sys
 j = json.load(open(sys.argv[3]))
@@ -54,7 +57,8 @@ print("ss", sys.argv[1], sys.argv[2], "pp", j["prefill"][0]["tok_s"])
 d = j["decode"][0]
 print("ss", sys.argv[1], sys.argv[2], "tg", d["tok_s"])
 print("ss", sys.argv[1], sys.argv[2], "p50", d["p50_ms"])
-print("ss", sys.argv[1], sys.argv[2], "p99", d["p99_ms"])' "$ty" "$t" "$LOG.json" >>"$LOG"
+print("ss", sys.argv[1], sys.argv[2], "p99", d["p99_ms"])
+print("ss", sys.argv[1], sys.argv[2], "floor", j["host_floor"]["loop_ratio"])' "$ty" "$t" "$LOG.json" >>"$LOG"
       echo "ss $ty $t steal $(steal_share "$before" "$(cpu_times)")" >>"$LOG"
     done
   done
@@ -66,18 +70,19 @@ for line in open(sys.argv[1]):
     who, ty, t, test, x = line.split()
     v[(who, ty, t, test)].append(float(x))
 med = lambda k: statistics.median(v[k]) if v[k] else float("nan")
-print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | tg ratio by round | sinkstream p99/p50 | host steal % |")
-print("|---|---|---|---|---|---|---|---|")
+print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | tg ratio by round | sinkstream p99/p50 | host floor p99/p50 | host steal % |")
+print("|---|---|---|---|---|---|---|---|---|")
 for ty in dict.fromkeys(k[1] for k in v):
     for t in dict.fromkeys(k[2] for k in v if k[1] == ty):
         lt, lp, st, sp = med(("llama", ty, t, "tg")), med(("llama", ty, t, "pp")), med(("ss", ty, t, "tg")), med(("ss", ty, t, "pp"))
         tail = med(("ss", ty, t, "p99")) / med(("ss", ty, t, "p50"))
         steal = med(("ss", ty, t, "steal"))
+        floor = med(("ss", ty, t, "floor"))
         # Each round's pair ran a minute apart: their spread is the drift
         # of this machine's speed that the medians smooth over.
         rounds = [s / l for s, l in zip(v[("ss", ty, t, "tg")], v[("llama", ty, t, "tg")])]
         spread = f"{min(rounds):.2f}-{max(rounds):.2f}x" if rounds else "-"
-        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {spread} | {tail:.2f} | {steal:.1f} |")
+        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {spread} | {tail:.2f} | {floor:.2f} | {steal:.1f} |")
 print(f"({len(v[next(iter(v))])} rounds, medians)")
 PY
 rm -f "$LOG" "$LOG.json" "$LOG.csv"
