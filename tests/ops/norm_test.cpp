@@ -61,5 +61,30 @@ TEST(LayerNorm, MatchesDoubleReference) {
   }
 }
 
+void check_LayerNormMatchesScalarTwin() {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0, 1);
+  for (int n : {1, 3, 7, 8, 9, 15, 17, 64, 97, 768, 2049}) {
+    std::vector<float> x(static_cast<size_t>(n)), w(x.size()), b(x.size()), got(x.size()), want(x.size());
+    for (auto& v : x) v = 30.0f + 3.0f * nd(rng);  // an offset mean, as residual streams have
+    for (auto& v : w) v = 1.0f + 0.1f * nd(rng);
+    for (auto& v : b) v = 0.1f * nd(rng);
+    for (bool bias : {false, true}) {
+      const float* bp = bias ? b.data() : nullptr;
+      layer_norm(x.data(), w.data(), bp, n, 1e-5f, got.data());
+      layer_norm_scalar(x.data(), w.data(), bp, n, 1e-5f, want.data());
+      // Sums in double either way: the mean and scale agree to float
+      // rounding, so each output to a few ulps.
+      for (int i = 0; i < n; ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-6f * (1 + std::fabs(want[i]))) << "n=" << n << " i=" << i;
+      std::vector<float> in_place = x;
+      layer_norm(in_place.data(), w.data(), bp, n, 1e-5f, in_place.data());
+      for (int i = 0; i < n; ++i) ASSERT_EQ(in_place[i], got[i]) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(LayerNorm, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_LayerNormMatchesScalarTwin); }
+
 }  // namespace
 }  // namespace ss
