@@ -112,6 +112,9 @@ BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8, 12, 13, 14}, {256}, {20
 // one-thread decode meets them: how close each type's GEMV comes to the
 // memory's read rate (compare `sinkstream bench --bandwidth`).
 BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8, 12, 13, 14}, {32768}, {2048}, {1}});
+// Short rows (768: Pythia-160M, GPT-2 small) from memory and from L2: the
+// per-row work (sums across lanes, scales, stores) against fewer blocks.
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2, 8}, {87040, 768}, {768}, {1}});
 BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 // stories260K's matrices as one decode step meets them (five layers of q
 // 64x64, k and v 32x64, o 64x64, gate and up 172x64, down 64x172, then the
