@@ -483,9 +483,8 @@ int BenchCommand::run() {
                          {"loop_p99_ms", lp99}, {"loop_ratio", lp99 / lp50}};
     if (!json_)
       std::printf(
-          "host floor (%d decode steps from position %lld, each followed by a plain loop on each thread): step p50 "
-          "%.4f ms p99 "
-          "%.4f ms (p99/p50 %.2f) | loop p50 %.4f ms p99 %.4f ms (p99/p50 %.2f)\n",
+          "host floor (%d decode steps from position %lld, each followed by a plain loop on each thread): "
+          "step p50 %.4f ms p99 %.4f ms (p99/p50 %.2f) | loop p50 %.4f ms p99 %.4f ms (p99/p50 %.2f)\n",
           samples_, static_cast<long long>(from), sp50, sp99, sp99 / sp50, lp50, lp99, lp99 / lp50);
   }
 
