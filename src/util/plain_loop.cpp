@@ -7,14 +7,15 @@ namespace ss {
 
 namespace {
 // An LCG step per iteration: each depends on the last (a multiply's latency
-// per iteration), and no compiler turns the loop into a closed form.
-uint64_t spin(int64_t iterations) {
+// per iteration). The empty asm makes x opaque, so the loop is neither
+// folded into a closed form nor dropped for an unused result.
+void spin(int64_t iterations) {
   uint64_t x = 1;
-  for (int64_t i = 0; i < iterations; ++i) x = x * 6364136223846793005ull + 1442695040888963407ull;
-  return x;
+  for (int64_t i = 0; i < iterations; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    asm volatile("" : "+r"(x));
+  }
 }
-
-volatile uint64_t g_sink;  // keeps every run's result observable
 }  // namespace
 
 PlainLoop::PlainLoop(double ms) {
@@ -24,13 +25,13 @@ PlainLoop::PlainLoop(double ms) {
   double best_ns = 1e300;
   for (int i = 0; i < 8; ++i) {
     const auto t0 = Clock::now();
-    g_sink = spin(kProbe);
+    spin(kProbe);
     best_ns = std::min(best_ns, std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
   }
   const double per_iteration_ns = std::max(best_ns, 1.0) / kProbe;
   iterations_ = std::max<int64_t>(1, static_cast<int64_t>(ms * 1e6 / per_iteration_ns));
 }
 
-void PlainLoop::run() const { g_sink = spin(iterations_); }
+void PlainLoop::run() const { spin(iterations_); }
 
 }  // namespace ss

@@ -11,8 +11,7 @@ class PlainLoop {
  public:
   // Calibrated on the calling thread, now, to take about `ms` per run().
   explicit PlainLoop(double ms);
-  void run() const;
-  int64_t iterations() const { return iterations_; }
+  void run() const;  // safe from several threads at once
 
  private:
   int64_t iterations_;
