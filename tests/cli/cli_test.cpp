@@ -274,6 +274,7 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
   EXPECT_GE(p["share_p90"].get<double>(), p["share_p50"].get<double>()) << p;
   EXPECT_GE(p["share_p50"].get<double>(), p["share_p10"].get<double>()) << p;
   EXPECT_GT(p["share_p10"].get<double>(), 0) << p;
+  for (const char* k : {"step_p99_over_p50", "sweep_p99_over_p50"}) EXPECT_GE(p[k].get<double>(), 1.0) << k << p;
   // The host floor: one plain loop after each of --samples more steps, from
   // where the stream reached (20, then 6 timed steps), both timed.
   auto hf = run("bench -m " + q + " --prefill 8 --positions 20 --samples 6 --host-floor --json");
