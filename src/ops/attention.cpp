@@ -588,6 +588,28 @@ SS_ALWAYS_INLINE void accumulate_chunk(const float* p, int ps, int g, const type
   }
 }
 
+// chunk_scores for NR query rows at once (q [NR][hd]): each K row is loaded
+// once for all of them, and each row's four chains take the same terms in
+// the same order as chunk_scores' for that row alone, so a row's scores do
+// not depend on the rows beside it (query tiles: AttnRows).
+template <int HD, int NR, class E>
+SS_ALWAYS_INLINE void chunk_scores_rows(const float* q, const typename E::T* k_cols, int col_stride, int hd_runtime,
+                                        float scale, Lanes* out) {
+  const int hd = HD > 0 ? HD : hd_runtime;
+  Lanes a[NR][4] = {};
+  int d = 0;
+  for (; d + 4 <= hd; d += 4)
+    for (int j = 0; j < 4; ++j) {
+      const Lanes k = E::load16(k_cols + static_cast<long>(d + j) * col_stride);
+      for (int r = 0; r < NR; ++r) a[r][j] += q[r * hd + d + j] * k;
+    }
+  for (; d < hd; ++d) {
+    const Lanes k = E::load16(k_cols + static_cast<long>(d) * col_stride);
+    for (int r = 0; r < NR; ++r) a[r][0] += q[r * hd + d] * k;
+  }
+  for (int r = 0; r < NR; ++r) out[r] = ((a[r][0] + a[r][1]) + (a[r][2] + a[r][3])) * scale;
+}
+
 // Lanes [lo, hi) of a chunk: one unsigned compare of lane - lo against the
 // count. (A macro: GCC 12 fails on a function returning the compare.)
 typedef uint32_t LaneIndex __attribute__((vector_size(sizeof(Lanes))));
@@ -616,6 +638,26 @@ SS_ALWAYS_INLINE Lanes head_chunk_scores(const float* q, int g, int h, const typ
       chunk_scores_heads<HD, 2, E>(q + h * hd, kc, kc_stride, hd, scale, block);
     else
       chunk_scores_heads<HD, 1, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+  }
+  return block[h % 4];
+}
+
+// Scores of query row h of a tile (AttnRows) over one chunk, as
+// head_chunk_scores gives a lone query's (g == 1): four rows at a time
+// share each K row's load (block keeps the others until their turn).
+template <int HD, class E>
+SS_ALWAYS_INLINE Lanes row_chunk_scores(const float* q, int g, int h, const typename E::T* kc, int kc_stride, int hd,
+                                        float scale, Lanes* block) {
+  if (h % 4 == 0) {
+    const int nr = g - h < 4 ? g - h : 4;
+    if (nr == 4)
+      chunk_scores_rows<HD, 4, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nr == 3)
+      chunk_scores_rows<HD, 3, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else if (nr == 2)
+      chunk_scores_rows<HD, 2, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else
+      block[0] = chunk_scores<HD, E>(q + h * hd, kc, kc_stride, hd, scale);
   }
   return block[h % 4];
 }
@@ -660,6 +702,21 @@ SS_ALWAYS_INLINE void head_chunk_scores8(const float* q, int g, int h, const typ
   }
   out[0] = block[h % 4][0];
   out[1] = block[h % 4][1];
+}
+
+// row_chunk_scores over two 8-lane halves: rows in pairs, whose two chains
+// per half are those of a lone query's (chunk_scores_heads8 with NH <= 2).
+template <int HD, class E>
+SS_ALWAYS_INLINE void row_chunk_scores8(const float* q, int g, int h, const typename E::T* kc, int kc_stride, int hd,
+                                        float scale, Eight (*block)[2], Eight* out) {
+  if (h % 2 == 0) {
+    if (g - h >= 2)
+      chunk_scores_heads8<HD, 2, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+    else
+      chunk_scores_heads8<HD, 1, E>(q + h * hd, kc, kc_stride, hd, scale, block);
+  }
+  out[0] = block[h % 2][0];
+  out[1] = block[h % 2][1];
 }
 
 // shape_scores for the half of a chunk whose first key is r0 (lanes outside
@@ -1076,6 +1133,10 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       return static_cast<size_t>(run.kv.elem0) * sizeof(T);
   };
   SpanPiece pieces[kAttnSpan / kChunk];
+  // A query tile's rows (not for heads of 8: AttnRows) and the ordinal of
+  // the next key in the run list.
+  const AttnRows* tile = HD != 8 && scoring ? scoring->rows : nullptr;
+  int ord = 0;
   int ri = 0, r0 = n_runs > 0 ? runs[0].first - runs[0].first % kChunk : 0;
   while (ri < n_runs) {
     // (1) Scores of up to kAttnSpan / kChunk chunks.
@@ -1084,6 +1145,17 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       const KvRun& run = runs[ri];
       const int end = run.first + run.count;
       const int lo = std::max(run.first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
+      // Lanes [lo_h, hi_h) of the chunk that row h of a tile sees.
+      const int ord_r0 = ord - lo;  // the ordinal lane 0 would have
+      ord += hi - lo;
+      auto row_lanes = [&](int h, int& lo_h, int& hi_h) {
+        lo_h = lo;
+        hi_h = hi;
+        if (tile && ord_r0 + lo >= tile->n_shared) {
+          lo_h = std::clamp(tile->lo[h] - ord_r0, lo, hi);
+          hi_h = std::clamp(tile->hi[h] - ord_r0, lo_h, hi);
+        }
+      };
       // K of the float types, read in place (the quantized ones: from pad).
       using KE = std::conditional_t<kQuant, F32Elems, E>;
       const auto* kc = reinterpret_cast<const typename KE::T*>(
@@ -1100,21 +1172,36 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       if constexpr (W) {
         Lanes block[4];
         for (int h = 0; h < g; ++h) {
-          const Lanes sc = padded ? head_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
-                                  : head_chunk_scores<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
-          const Lanes shaped = shape_scores(sc, lo, hi, h, r0, run.col0, scoring);
+          Lanes sc;
+          if (tile)
+            sc = padded ? row_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
+                        : row_chunk_scores<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
+          else
+            sc = padded ? head_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
+                        : head_chunk_scores<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
+          int lo_h, hi_h;
+          row_lanes(h, lo_h, hi_h);
+          const Lanes shaped = shape_scores(sc, lo_h, hi_h, h, r0, run.col0, scoring);
           std::memcpy(p + h * kAttnSpan + np * kChunk, &shaped, sizeof shaped);
         }
       } else {
         Eight block[4][2], sc[2];
         for (int h = 0; h < g; ++h) {
-          if (padded)
+          if (tile) {
+            if (padded)
+              row_chunk_scores8<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block, sc);
+            else
+              row_chunk_scores8<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block, sc);
+          } else if (padded) {
             head_chunk_scores8<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block, sc);
-          else
+          } else {
             head_chunk_scores8<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block, sc);
+          }
+          int lo_h, hi_h;
+          row_lanes(h, lo_h, hi_h);
           for (int half = 0; half < 2; ++half) {
             const Eight shaped =
-                shape_scores8(sc[half], lo - 8 * half, hi - 8 * half, h, r0 + 8 * half, run.col0, scoring);
+                shape_scores8(sc[half], lo_h - 8 * half, hi_h - 8 * half, h, r0 + 8 * half, run.col0, scoring);
             std::memcpy(p + h * kAttnSpan + np * kChunk + 8 * half, &shaped, sizeof shaped);
           }
         }
@@ -1347,6 +1434,8 @@ void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float
   for (int i = 1; i < n_runs; ++i)
     SS_CHECK_MSG(runs[i].kv.type == type && runs[i].kv.v_dim_major == v_dim_major,
                  "attention: runs of mixed KV cache layouts");
+  SS_CHECK_MSG(!scoring || !scoring->rows || (hd > 8 && !scoring->slopes && !v_dim_major),
+               "attention: query tiles are for heads wider than 8, without ALiBi");
   pick_runs(type, hd, g)(g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring);
 }
 

@@ -49,10 +49,26 @@ void attn_online_init_sinks(int g, int hd, const float* sink_logits, int n_sinks
 // not null: the score of head h for the key at block column c gets
 // slopes[h] * (col0 + c), col0 being that column's key position minus the
 // query position, <= 0 for every visible key).
+struct AttnRows;
 struct AttnScoring {
   float softcap = 0.0f;
   const float* slopes = nullptr;  // [g]
   float col0 = 0.0f;
+  const AttnRows* rows = nullptr;  // a query tile (below); not with slopes
+};
+// A query tile: the g "heads" are g rows, the queries of one KV head for
+// consecutive tokens of one sequence (MHA), which share the K and V they
+// read. Keys are counted in run order over the whole list (their ordinals);
+// row h sees the first n_shared (the sinks) and those in [lo[h], hi[h]).
+// Each row's scores and sums come out bit for bit as for that query alone
+// over its own runs if those cut the same 16-key chunks (the same blocks,
+// its first window key in the union's first chunk, its list a prefix of
+// the union's otherwise) and heads are wider than 8 (an 8-wide head sums
+// V in key pairs, which a shorter run would pair differently).
+struct AttnRows {
+  int n_shared = 0;
+  const int* lo = nullptr;  // [g]
+  const int* hi = nullptr;  // [g]
 };
 void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride,
                         int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch,

@@ -38,6 +38,10 @@ struct EngineOptions {
   // Element type of both KV pools: F32, F16, BF16, Q8_0 or Q4_0 (check
   // kv_type_usable for the model's kv_dim first).
   GgmlType kv_type = GgmlType::F32;
+  // Multi-head attention scores up to four consecutive tokens of a chunk
+  // together (Engine::query_tiles); bit for bit what one query at a time
+  // gives, which false runs (the tests' reference).
+  bool query_tiles = true;
 };
 
 using SeqId = int32_t;
@@ -159,6 +163,9 @@ class Engine {
   void attention_block(int layer, const RoundBatch& b, const float* in, float* out);
   void qkv_positions(int layer, const RoundBatch& b);
   void attention(int layer, const RoundBatch& b);
+  // Query tiles of a round for one layer group: (first token, rows), every
+  // token in one, in token order (engine_attention.cpp).
+  void query_tiles(const RoundBatch& b, KvGroup group, std::vector<std::pair<int, int>>& tiles) const;
   void attention_observed(int layer, const RoundBatch& b);
   // H2O sequences' full layers: per (sequence, KV head), queries in text
   // order, each updating its lane's scores and evictions (docs/H2O.md).
@@ -205,8 +212,9 @@ class Engine {
 
   // Activations of the current round (reused buffers).
   std::vector<float> x_, xb_, xb2_, q_, qs_, k_, v_, att_, attn_out_, ffn_out_, hb_, hb2_;  // [T x ...]
-  std::vector<float> qraw_;        // [T x q_dim] H2O tokens' queries before RoPE
-  std::vector<int32_t> h2o_slot_;  // [T x n_kv_heads] where each H2O token's K/V went
+  std::vector<float> qraw_;                 // [T x q_dim] H2O tokens' queries before RoPE
+  std::vector<int32_t> h2o_slot_;           // [T x n_kv_heads] where each H2O token's K/V went
+  std::vector<std::pair<int, int>> tiles_;  // a layer's query tiles (query_tiles)
   std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;
   std::vector<std::vector<std::pair<int, float>>> moe_routed_;  // [experts] of (token, weight)
   std::vector<int> moe_order_;                                  // MoE scratch

@@ -43,51 +43,116 @@ struct CachePositions {
 };
 }  // namespace
 
+namespace {
+// Rows in a query tile: four share each K row's load; their score sums
+// (four chains a row) fill 16 of the 32 vector registers.
+constexpr int kTileRows = 4;
+}  // namespace
+
+// Multi-head attention reads each key for one query head only, so
+// consecutive tokens of a prefill chunk read the same keys one after
+// another. A tile of them scores each key once for all (AttnRows), where
+// their run lists cut the same 16-key chunks, so each token's result stays
+// bit for bit its own (the same sinks, the first window key of every row
+// in one chunk of one block). Not for GQA (the group already shares each
+// key), heads of 8 or less, ALiBi (each row its own biases) or H2O.
+void Engine::query_tiles(const RoundBatch& b, KvGroup group, std::vector<std::pair<int, int>>& tiles) const {
+  const auto& c = config();
+  tiles.clear();
+  const bool tiled =
+      opts_.query_tiles && c.n_heads == c.n_kv_heads && c.head_dim > 8 && c.positions != PositionKind::Alibi;
+  for (int t = 0; t < b.T;) {
+    int rows = 1;
+    if (tiled && !(group == kFull && b.h2o[t])) {
+      while (rows < kTileRows && t + rows < b.T && b.seq[t + rows] == b.seq[t] && b.pos[t + rows] == b.pos[t] + rows)
+        ++rows;
+      const SequenceKv& seq = *b.seq[t]->kv[group];
+      const KvPolicy& pol = seq.policy();
+      if (b.pos[t] < pol.sinks) rows = 1;  // rows would differ in sinks
+      // Where a row's first window key sits: (block, chunk).
+      auto first_chunk = [&](int64_t pos) {
+        std::pair<BlockId, int> at{-1, 0};
+        const int64_t w0 = pol.first_window_key(pos);
+        seq.for_each_run(w0, w0 + 1, [&](BlockId blk, int off, int, int64_t) { at = {blk, off / kAttnChunk}; });
+        return at;
+      };
+      if (rows > 1) {
+        const auto head = first_chunk(b.pos[t]);
+        while (rows > 1 && first_chunk(b.pos[t + rows - 1]) != head) --rows;
+      }
+    }
+    tiles.emplace_back(t, rows);
+    t += rows;
+  }
+}
+
 void Engine::attention(int layer, const RoundBatch& b) {
   const auto& c = config();
   const int hd = c.head_dim, qd = c.q_dim();
   const int group = c.n_heads / c.n_kv_heads;
   const LayerAttentionSetup a = attention_setup(layer);
   const bool alibi = c.positions == PositionKind::Alibi;
-  // One task per (token, KV head): the group's query heads walk the sink and
-  // window runs of the paged cache together, online softmax, no gather.
+  query_tiles(b, a.group, tiles_);
+  const auto& tiles = tiles_;
+  // One task per (tile, KV head): the group's query heads (or the tile's
+  // rows) walk the sink and window runs of the paged cache together, online
+  // softmax, no gather.
   auto run = [&](size_t begin, size_t end) {
-    thread_local std::vector<float> m, l, acc, scratch, head_sinks;
+    thread_local std::vector<float> m, l, acc, scratch, head_sinks, qtile, qsink_tile;
     thread_local std::vector<KvRun> runs;
-    m.resize(static_cast<size_t>(group));
-    l.resize(static_cast<size_t>(group));
-    acc.resize(static_cast<size_t>(group) * hd);
-    scratch.resize(static_cast<size_t>(attn_scratch_floats(group, hd)));
-    head_sinks.resize(static_cast<size_t>(a.n_sink_logits * group));
-    // The run list of the token whose KV head listed_kvh it was built for:
-    // another KV head of that token walks the same blocks, only its first
-    // element and its queries differ.
-    int listed_t = -1, listed_kvh = 0;
+    const int most = std::max(group, kTileRows);
+    m.resize(static_cast<size_t>(most));
+    l.resize(static_cast<size_t>(most));
+    acc.resize(static_cast<size_t>(most) * hd);
+    scratch.resize(static_cast<size_t>(attn_scratch_floats(most, hd)));
+    head_sinks.resize(static_cast<size_t>(a.n_sink_logits * most));
+    qtile.resize(static_cast<size_t>(kTileRows) * hd);
+    qsink_tile.resize(static_cast<size_t>(kTileRows) * hd);
+    int row_lo[kTileRows], row_hi[kTileRows];
+    // The run list of the tile whose KV head listed_kvh it was built for:
+    // another KV head walks the same blocks, only its first element and its
+    // queries differ.
+    int listed = -1, listed_kvh = 0;
     for (size_t task = begin; task < end; ++task) {
-      const int t = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
+      const int ti = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
       const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
+      const auto [t, rows] = tiles[static_cast<size_t>(ti)];
       if (a.group == kFull && b.h2o[t]) continue;  // attention_h2o's
       const SequenceKv& seq = *b.seq[t]->kv[a.group];
       const KvPolicy& pol = seq.policy();
+      const int last = t + rows - 1;
       const int64_t pos = b.pos[t];
-      const size_t q_off = static_cast<size_t>(t) * qd + static_cast<size_t>(kvh) * group * hd;
-      const float* qt = q_.data() + q_off;
-      const float* qsink = a.group == kFull && b.sink_query[t] ? qs_.data() + q_off : qt;
+      auto q_off = [&](int u) { return static_cast<size_t>(u) * qd + static_cast<size_t>(kvh) * group * hd; };
+      auto sink_q = [&](int u) {
+        return a.group == kFull && b.sink_query[u] ? qs_.data() + q_off(u) : q_.data() + q_off(u);
+      };
+      const float* qt = q_.data() + q_off(t);
+      const float* qsink = sink_q(t);
+      if (rows > 1) {  // the rows' queries side by side, [rows][hd]
+        for (int i = 0; i < rows; ++i) {
+          std::copy_n(q_.data() + q_off(t + i), hd, qtile.data() + static_cast<size_t>(i) * hd);
+          std::copy_n(sink_q(t + i), hd, qsink_tile.data() + static_cast<size_t>(i) * hd);
+        }
+        qt = qtile.data();
+        qsink = qsink_tile.data();
+      }
+      const int g = group * rows;
       const int64_t n_sinks = std::min<int64_t>(pol.sinks, pos + 1);
       const int64_t w0 = pol.first_window_key(pos);
       const size_t head_off = static_cast<size_t>(kvh) * hd;
       for (int s = 0; s < a.n_sink_logits; ++s)
-        for (int h = 0; h < group; ++h)
-          head_sinks[static_cast<size_t>(s * group + h)] =
-              a.sink_logits[static_cast<size_t>(s * c.n_heads + kvh * group + h)];
-      attn_online_init_sinks(group, hd, head_sinks.data(), a.n_sink_logits, m.data(), l.data(), acc.data());
+        for (int h = 0; h < g; ++h)
+          head_sinks[static_cast<size_t>(s * g + h)] =
+              a.sink_logits[static_cast<size_t>(s * c.n_heads + kvh * group + h % group)];
+      attn_online_init_sinks(g, hd, head_sinks.data(), a.n_sink_logits, m.data(), l.data(), acc.data());
       const CachePositions cp{pol, pos};
       // The sinks' and the window's runs in one list, one kernel call.
-      if (t == listed_t) {
+      if (ti == listed) {
         // In locals: the runs' stores could alias what the lambda captures
-        // by reference, so the steps were recomputed for every run.
+        // by reference, so the steps were recomputed for every run. A
+        // tile's queries are in qtile whatever the KV head.
         const int d_elem = (kvh - listed_kvh) * hd;
-        const ptrdiff_t d_q = static_cast<ptrdiff_t>(d_elem) * group;
+        const ptrdiff_t d_q = rows > 1 ? 0 : static_cast<ptrdiff_t>(d_elem) * group;
         for (KvRun& r : runs) {
           r.kv.elem0 += d_elem;
           r.q += d_q;
@@ -109,19 +174,35 @@ void Engine::attention(int layer, const RoundBatch& b) {
           };
         };
         seq.for_each_run(0, n_sinks, visit(qsink));
-        if (pos >= w0) seq.for_each_run(w0, pos + 1, visit(qt));
+        // The union of the rows' windows: from the first row's first key
+        // to the last row's query.
+        if (pos >= w0) seq.for_each_run(w0, b.pos[last] + 1, visit(qt));
       }
-      listed_t = t;
+      listed = ti;
       listed_kvh = kvh;
       AttnScoring sc;
       sc.softcap = c.attn_softcap;
       if (alibi) sc.slopes = alibi_slopes_.data() + kvh * group;
-      attn_online_update_runs(group, runs.data(), static_cast<int>(runs.size()), hd, a.scale, m.data(), l.data(),
-                              acc.data(), scratch.data(), alibi || sc.softcap > 0 ? &sc : nullptr);
-      attn_online_finish(group, hd, l.data(), acc.data(), att_.data() + q_off);
+      AttnRows tile;
+      if (rows > 1) {
+        // Ordinals: the sinks, then the union's window keys from w0.
+        tile.n_shared = static_cast<int>(n_sinks);
+        for (int i = 0; i < rows; ++i) {
+          row_lo[i] = static_cast<int>(n_sinks + pol.first_window_key(b.pos[t + i]) - w0);
+          row_hi[i] = static_cast<int>(n_sinks + b.pos[t + i] + 1 - w0);
+        }
+        tile.lo = row_lo;
+        tile.hi = row_hi;
+        sc.rows = &tile;
+      }
+      attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, a.scale, m.data(), l.data(),
+                              acc.data(), scratch.data(), alibi || sc.softcap > 0 || rows > 1 ? &sc : nullptr);
+      for (int i = 0; i < rows; ++i)
+        attn_online_finish(group, hd, l.data() + i * group, acc.data() + static_cast<size_t>(i) * group * hd,
+                           att_.data() + q_off(t + i));
     }
   };
-  threads_.parallel_for(static_cast<size_t>(b.T) * static_cast<size_t>(c.n_kv_heads), run, b.attn_parts[a.group]);
+  threads_.parallel_for(tiles.size() * static_cast<size_t>(c.n_kv_heads), run, b.attn_parts[a.group]);
   if (a.group == kFull && !b.h2o_parts.empty()) attention_h2o(layer, b);
 }
 

@@ -213,6 +213,88 @@ void check_RunListMatchesTwoPassTwin() {
 
 TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_cpu_level(check_RunListMatchesTwoPassTwin); }
 
+// A query tile (AttnRows): rows of one KV head's queries over the union of
+// their run lists, against each query alone over its own list, bit for bit.
+// Rows start their windows anywhere in the union's first 16-key chunk and
+// end anywhere: one key apart (a prefill tile) or hundreds (whole chunks
+// and spans masked for a row); sinks or none, soft-capping, sink logits;
+// blocks of 16, 32 and 24 keys (chunks past a block's columns are padded).
+void check_QueryTileRowsEqualLoneQueriesBitForBit() {
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (GgmlType type : kTypes)
+    for (int hd : {13, 16, 48, 64, 80, 128})
+      for (int bt : {16, 32, 24})
+        for (int variant = 0; variant < 3; ++variant) {  // plain; sinks + softcap; sink logits, no sinks
+          const int rows = 2 + variant % 3;              // 2, 3, 4 rows
+          const int heads = 2, kv_dim = (hd * heads + 31) / 32 * 32, elem0 = hd;
+          const int n_sinks = variant == 2 ? 0 : 4, n_blocks = 20;
+          const TypedBlock sink_blk(type, bt, kv_dim, rng);
+          std::vector<TypedBlock> blocks;
+          for (int b = 0; b < n_blocks; ++b) blocks.emplace_back(type, bt, kv_dim, rng);
+          // The union's window: from column w_off of block 0 to key `total`.
+          const int w_off = bt == 24 ? 17 : 3, total = n_blocks * bt - w_off - 5;
+          std::vector<int> lo(static_cast<size_t>(rows)), hi(lo.size());
+          for (int i = 0; i < rows; ++i) {
+            // Window starts within the first chunk of the first block; ends a
+            // key apart, or far apart.
+            const int start = std::min({w_off + i * 3, (w_off / kAttnChunk + 1) * kAttnChunk - 1, bt - 1}) - w_off;
+            const int end = variant == 1 ? total - (rows - 1 - i) * 97 : total - (rows - 1 - i);
+            lo[static_cast<size_t>(i)] = n_sinks + start;
+            hi[static_cast<size_t>(i)] = n_sinks + end;
+          }
+          std::vector<float> qs(static_cast<size_t>(rows) * hd), qw(qs.size()), sink_logits(static_cast<size_t>(rows));
+          for (auto& x : qs) x = u(rng);
+          for (auto& x : qw) x = u(rng);
+          for (auto& x : sink_logits) x = variant == 2 ? 1.5f : 0.0f;
+          const int n_sink_logits = variant == 2 ? 1 : 0;
+          AttnScoring shaping;
+          if (variant == 1) shaping.softcap = 2.5f;
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          // The runs over window keys [a, b) of the union (a counted from w_off).
+          auto window_runs = [&](int a, int b, const float* q, std::vector<KvRun>& runs) {
+            for (int key = w_off + a; key < w_off + b;) {
+              const int blk = key / bt, off = key % bt, n = std::min(bt - off, w_off + b - key);
+              runs.push_back(KvRun{blocks[static_cast<size_t>(blk)].view(elem0), q, off, n, 0.0f});
+              key += n;
+            }
+          };
+          std::vector<KvRun> runs;
+          if (n_sinks > 0) runs.push_back(KvRun{sink_blk.view(elem0), qs.data(), 0, n_sinks, 0.0f});
+          window_runs(0, total, qw.data(), runs);
+          AttnRows tile{n_sinks, lo.data(), hi.data()};
+          AttnScoring tiled = shaping;
+          tiled.rows = &tile;
+          std::vector<float> m(static_cast<size_t>(rows)), l(m.size()), acc(static_cast<size_t>(rows) * hd),
+              out(acc.size()), scratch(static_cast<size_t>(attn_scratch_floats(rows, hd)));
+          attn_online_init_sinks(rows, hd, sink_logits.data(), n_sink_logits, m.data(), l.data(), acc.data());
+          attn_online_update_runs(rows, runs.data(), static_cast<int>(runs.size()), hd, scale, m.data(), l.data(),
+                                  acc.data(), scratch.data(), &tiled);
+          attn_online_finish(rows, hd, l.data(), acc.data(), out.data());
+          for (int i = 0; i < rows; ++i) {
+            std::vector<KvRun> own;
+            const float* qsi = qs.data() + static_cast<size_t>(i) * hd;
+            const float* qwi = qw.data() + static_cast<size_t>(i) * hd;
+            if (n_sinks > 0) own.push_back(KvRun{sink_blk.view(elem0), qsi, 0, n_sinks, 0.0f});
+            window_runs(lo[static_cast<size_t>(i)] - n_sinks, hi[static_cast<size_t>(i)] - n_sinks, qwi, own);
+            float mi, li;
+            std::vector<float> acci(static_cast<size_t>(hd)), want(acci.size()),
+                scratch1(static_cast<size_t>(attn_scratch_floats(1, hd)));
+            attn_online_init_sinks(1, hd, sink_logits.data() + i, n_sink_logits, &mi, &li, acci.data());
+            attn_online_update_runs(1, own.data(), static_cast<int>(own.size()), hd, scale, &mi, &li, acci.data(),
+                                    scratch1.data(), variant == 1 ? &shaping : nullptr);
+            attn_online_finish(1, hd, &li, acci.data(), want.data());
+            ASSERT_EQ(std::memcmp(want.data(), out.data() + static_cast<size_t>(i) * hd, sizeof(float) * hd), 0)
+                << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " bt=" << bt << " variant=" << variant
+                << " row=" << i << ": " << want[0] << " vs " << out[static_cast<size_t>(i) * hd];
+          }
+        }
+}
+
+TEST(AttentionKv, QueryTileRowsEqualLoneQueriesBitForBit) {
+  test::at_every_cpu_level(check_QueryTileRowsEqualLoneQueriesBitForBit);
+}
+
 // A key whose score is more than 69 below the max gets probability exactly
 // 0 (below e^-69 ~ 1e-30 it changes no sum that holds the max's 1, and its
 // products with values would fall into the slow subnormal range); one 60

@@ -88,11 +88,16 @@ TEST(ReferenceForward, Qwen2WithBiasAndNeoxRope) {
 TEST(ReferenceForward, MultiHeadAttentionUnderEveryWindow) {
   // One KV head per query head (Pythia, Phi, MPT, Llama-7B): windows past
   // the prompt, shorter than it with and without sinks, and of two tokens.
-  test::TinySpec s;
-  s.kv_heads = s.heads;
-  for (const auto& pol : {KvPolicy::dense(), KvPolicy::sinks_window(2, 9), KvPolicy::sinks_window(4, 5),
-                          KvPolicy::sinks_window(0, 7), KvPolicy::sinks_window(1, 2)})
-    check(s, pol, 1e-4);
+  // Heads of 8, and of 16 and 48 (prefill scores them in query tiles).
+  for (const auto& [dim, heads] : {std::pair{32, 4}, std::pair{64, 4}, std::pair{96, 2}}) {
+    test::TinySpec s;
+    s.dim = dim;
+    s.heads = s.kv_heads = heads;
+    s.weight_std = 0.3f * std::sqrt(32.0f / static_cast<float>(dim));
+    for (const auto& pol : {KvPolicy::dense(), KvPolicy::sinks_window(2, 9), KvPolicy::sinks_window(4, 5),
+                            KvPolicy::sinks_window(0, 7), KvPolicy::sinks_window(1, 2)})
+      check(s, pol, 1e-4);
+  }
 }
 
 TEST(ReferenceForward, MistralLoadsAsLlamaFamily) {
