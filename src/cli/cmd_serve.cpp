@@ -16,6 +16,7 @@ namespace ss::cli {
 ServeCommand::ServeCommand(CLI::App& app) {
   sub_ = Flags::subcommand(app, "serve", "OpenAI-compatible server with endless sessions and continuous batching");
   model_.add(sub_);
+  policy_.chunk = 64;  // a prompt's step holds up every other stream's next token
   policy_.add(sub_, false);
   sub_.add("--host", host_, "address to bind").show_default();
   sub_.add("--port", port_, "port (0: any free port, printed on start)").range(0, 65535).show_default();
