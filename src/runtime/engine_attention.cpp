@@ -51,38 +51,43 @@ constexpr int kTileRows = 4;
 
 // Multi-head attention reads each key for one query head only, so
 // consecutive tokens of a prefill chunk read the same keys one after
-// another. A tile of them scores each key once for all (AttnRows), where
-// their run lists cut the same 16-key chunks, so each token's result stays
-// bit for bit its own (the same sinks, the first window key of every row
-// in one chunk of one block). Not for GQA (the group already shares each
-// key), heads of 8 or less, ALiBi (each row its own biases) or H2O.
+// another. A tile of them scores each key once for all (AttnRows: a row per
+// token and query head), where their run lists cut the same 16-key chunks,
+// so each token's result stays bit for bit its own (the same sinks, the
+// first window key of every row in one chunk of one block). Groups of two
+// query heads per KV head tile two tokens: a lone token's pair of heads
+// wider than 16 is scored head by head with four chains each, as tile rows
+// are; bigger groups (and small heads) score their heads together, in
+// other chains. Not for heads of 8 or less, ALiBi (each row its own biases)
+// or H2O.
 void Engine::query_tiles(const RoundBatch& b, KvGroup group, std::vector<std::pair<int, int>>& tiles) const {
   const auto& c = config();
   tiles.clear();
-  const bool tiled =
-      opts_.query_tiles && c.n_heads == c.n_kv_heads && c.head_dim > 8 && c.positions != PositionKind::Alibi;
+  const int heads_per_kv = c.n_heads / c.n_kv_heads;
+  const bool tiled = opts_.query_tiles && c.positions != PositionKind::Alibi &&
+                     ((heads_per_kv == 1 && c.head_dim > 8) || (heads_per_kv == 2 && c.head_dim > 16));
+  const int most = tiled ? kTileRows / heads_per_kv : 1;
   for (int t = 0; t < b.T;) {
-    int rows = 1;
+    int n = 1;
     if (tiled && !(group == kFull && b.h2o[t])) {
-      while (rows < kTileRows && t + rows < b.T && b.seq[t + rows] == b.seq[t] && b.pos[t + rows] == b.pos[t] + rows)
-        ++rows;
+      while (n < most && t + n < b.T && b.seq[t + n] == b.seq[t] && b.pos[t + n] == b.pos[t] + n) ++n;
       const SequenceKv& seq = *b.seq[t]->kv[group];
       const KvPolicy& pol = seq.policy();
-      if (b.pos[t] < pol.sinks) rows = 1;  // rows would differ in sinks
-      // Where a row's first window key sits: (block, chunk).
+      if (b.pos[t] < pol.sinks) n = 1;  // tokens would differ in sinks
+      // Where a token's first window key sits: (block, chunk).
       auto first_chunk = [&](int64_t pos) {
         std::pair<BlockId, int> at{-1, 0};
         const int64_t w0 = pol.first_window_key(pos);
         seq.for_each_run(w0, w0 + 1, [&](BlockId blk, int off, int, int64_t) { at = {blk, off / kAttnChunk}; });
         return at;
       };
-      if (rows > 1) {
+      if (n > 1) {
         const auto head = first_chunk(b.pos[t]);
-        while (rows > 1 && first_chunk(b.pos[t + rows - 1]) != head) --rows;
+        while (n > 1 && first_chunk(b.pos[t + n - 1]) != head) --n;
       }
     }
-    tiles.emplace_back(t, rows);
-    t += rows;
+    tiles.emplace_back(t, n);
+    t += n;
   }
 }
 
@@ -106,8 +111,8 @@ void Engine::attention(int layer, const RoundBatch& b) {
     acc.resize(static_cast<size_t>(most) * hd);
     scratch.resize(static_cast<size_t>(attn_scratch_floats(most, hd)));
     head_sinks.resize(static_cast<size_t>(a.n_sink_logits * most));
-    qtile.resize(static_cast<size_t>(kTileRows) * hd);
-    qsink_tile.resize(static_cast<size_t>(kTileRows) * hd);
+    qtile.resize(static_cast<size_t>(most) * hd);
+    qsink_tile.resize(static_cast<size_t>(most) * hd);
     int row_lo[kTileRows], row_hi[kTileRows];
     // The run list of the tile whose KV head listed_kvh it was built for:
     // another KV head walks the same blocks, only its first element and its
@@ -116,11 +121,11 @@ void Engine::attention(int layer, const RoundBatch& b) {
     for (size_t task = begin; task < end; ++task) {
       const int ti = static_cast<int>(task / static_cast<size_t>(c.n_kv_heads));
       const int kvh = static_cast<int>(task % static_cast<size_t>(c.n_kv_heads));
-      const auto [t, rows] = tiles[static_cast<size_t>(ti)];
-      if (a.group == kFull && b.h2o[t]) continue;  // attention_h2o's
+      const auto [t, n] = tiles[static_cast<size_t>(ti)];  // tokens t .. t + n - 1
+      if (a.group == kFull && b.h2o[t]) continue;          // attention_h2o's
       const SequenceKv& seq = *b.seq[t]->kv[a.group];
       const KvPolicy& pol = seq.policy();
-      const int last = t + rows - 1;
+      const int last = t + n - 1;
       const int64_t pos = b.pos[t];
       auto q_off = [&](int u) { return static_cast<size_t>(u) * qd + static_cast<size_t>(kvh) * group * hd; };
       auto sink_q = [&](int u) {
@@ -128,15 +133,16 @@ void Engine::attention(int layer, const RoundBatch& b) {
       };
       const float* qt = q_.data() + q_off(t);
       const float* qsink = sink_q(t);
-      if (rows > 1) {  // the rows' queries side by side, [rows][hd]
-        for (int i = 0; i < rows; ++i) {
-          std::copy_n(q_.data() + q_off(t + i), hd, qtile.data() + static_cast<size_t>(i) * hd);
-          std::copy_n(sink_q(t + i), hd, qsink_tile.data() + static_cast<size_t>(i) * hd);
+      const size_t group_floats = static_cast<size_t>(group) * hd;
+      if (n > 1) {  // the tokens' groups of queries side by side, [n x group][hd]
+        for (int i = 0; i < n; ++i) {
+          std::copy_n(q_.data() + q_off(t + i), group_floats, qtile.data() + i * group_floats);
+          std::copy_n(sink_q(t + i), group_floats, qsink_tile.data() + i * group_floats);
         }
         qt = qtile.data();
         qsink = qsink_tile.data();
       }
-      const int g = group * rows;
+      const int g = group * n;
       const int64_t n_sinks = std::min<int64_t>(pol.sinks, pos + 1);
       const int64_t w0 = pol.first_window_key(pos);
       const size_t head_off = static_cast<size_t>(kvh) * hd;
@@ -152,7 +158,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
         // by reference, so the steps were recomputed for every run. A
         // tile's queries are in qtile whatever the KV head.
         const int d_elem = (kvh - listed_kvh) * hd;
-        const ptrdiff_t d_q = rows > 1 ? 0 : static_cast<ptrdiff_t>(d_elem) * group;
+        const ptrdiff_t d_q = n > 1 ? 0 : static_cast<ptrdiff_t>(d_elem) * group;
         for (KvRun& r : runs) {
           r.kv.elem0 += d_elem;
           r.q += d_q;
@@ -184,20 +190,21 @@ void Engine::attention(int layer, const RoundBatch& b) {
       sc.softcap = c.attn_softcap;
       if (alibi) sc.slopes = alibi_slopes_.data() + kvh * group;
       AttnRows tile;
-      if (rows > 1) {
+      if (n > 1) {
         // Ordinals: the sinks, then the union's window keys from w0.
         tile.n_shared = static_cast<int>(n_sinks);
-        for (int i = 0; i < rows; ++i) {
-          row_lo[i] = static_cast<int>(n_sinks + pol.first_window_key(b.pos[t + i]) - w0);
-          row_hi[i] = static_cast<int>(n_sinks + b.pos[t + i] + 1 - w0);
+        for (int r = 0; r < g; ++r) {
+          const int64_t pos_r = b.pos[t + r / group];
+          row_lo[r] = static_cast<int>(n_sinks + pol.first_window_key(pos_r) - w0);
+          row_hi[r] = static_cast<int>(n_sinks + pos_r + 1 - w0);
         }
         tile.lo = row_lo;
         tile.hi = row_hi;
         sc.rows = &tile;
       }
       attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, a.scale, m.data(), l.data(),
-                              acc.data(), scratch.data(), alibi || sc.softcap > 0 || rows > 1 ? &sc : nullptr);
-      for (int i = 0; i < rows; ++i)
+                              acc.data(), scratch.data(), alibi || sc.softcap > 0 || n > 1 ? &sc : nullptr);
+      for (int i = 0; i < n; ++i)
         attn_online_finish(group, hd, l.data() + i * group, acc.data() + static_cast<size_t>(i) * group * hd,
                            att_.data() + q_off(t + i));
     }

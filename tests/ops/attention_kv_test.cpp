@@ -218,6 +218,7 @@ TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_cpu_level(check_Ru
 // Rows start their windows anywhere in the union's first 16-key chunk and
 // end anywhere: one key apart (a prefill tile) or hundreds (whole chunks
 // and spans masked for a row); sinks or none, soft-capping, sink logits;
+// two tokens of two query heads each against each token's group alone;
 // blocks of 16, 32 and 24 keys (chunks past a block's columns are padded).
 void check_QueryTileRowsEqualLoneQueriesBitForBit() {
   std::mt19937 rng(23);
@@ -225,8 +226,10 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
   for (GgmlType type : kTypes)
     for (int hd : {13, 16, 48, 64, 80, 128})
       for (int bt : {16, 32, 24})
-        for (int variant = 0; variant < 3; ++variant) {  // plain; sinks + softcap; sink logits, no sinks
-          const int rows = 2 + variant % 3;              // 2, 3, 4 rows
+        for (int variant = 0; variant < 4; ++variant) {  // plain; sinks + softcap; sink logits, no sinks; GQA
+          // Rows, and query heads per token (variant 3: two tokens of two
+          // heads, as the engine tiles heads wider than 16 in groups of two).
+          const int rows = variant == 3 ? 4 : 2 + variant, group = variant == 3 && hd > 16 ? 2 : 1;
           const int heads = 2, kv_dim = (hd * heads + 31) / 32 * 32, elem0 = hd;
           const int n_sinks = variant == 2 ? 0 : 4, n_blocks = 20;
           const TypedBlock sink_blk(type, bt, kv_dim, rng);
@@ -237,9 +240,10 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
           std::vector<int> lo(static_cast<size_t>(rows)), hi(lo.size());
           for (int i = 0; i < rows; ++i) {
             // Window starts within the first chunk of the first block; ends a
-            // key apart, or far apart.
-            const int start = std::min({w_off + i * 3, (w_off / kAttnChunk + 1) * kAttnChunk - 1, bt - 1}) - w_off;
-            const int end = variant == 1 ? total - (rows - 1 - i) * 97 : total - (rows - 1 - i);
+            // key apart, or far apart. A token's heads share theirs.
+            const int tok = i / group, tokens = rows / group;
+            const int start = std::min({w_off + tok * 3, (w_off / kAttnChunk + 1) * kAttnChunk - 1, bt - 1}) - w_off;
+            const int end = variant == 1 ? total - (tokens - 1 - tok) * 97 : total - (tokens - 1 - tok);
             lo[static_cast<size_t>(i)] = n_sinks + start;
             hi[static_cast<size_t>(i)] = n_sinks + end;
           }
@@ -271,20 +275,20 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
           attn_online_update_runs(rows, runs.data(), static_cast<int>(runs.size()), hd, scale, m.data(), l.data(),
                                   acc.data(), scratch.data(), &tiled);
           attn_online_finish(rows, hd, l.data(), acc.data(), out.data());
-          for (int i = 0; i < rows; ++i) {
+          for (int i = 0; i < rows; i += group) {  // each token's group of heads alone
             std::vector<KvRun> own;
             const float* qsi = qs.data() + static_cast<size_t>(i) * hd;
             const float* qwi = qw.data() + static_cast<size_t>(i) * hd;
             if (n_sinks > 0) own.push_back(KvRun{sink_blk.view(elem0), qsi, 0, n_sinks, 0.0f});
             window_runs(lo[static_cast<size_t>(i)] - n_sinks, hi[static_cast<size_t>(i)] - n_sinks, qwi, own);
-            float mi, li;
-            std::vector<float> acci(static_cast<size_t>(hd)), want(acci.size()),
-                scratch1(static_cast<size_t>(attn_scratch_floats(1, hd)));
-            attn_online_init_sinks(1, hd, sink_logits.data() + i, n_sink_logits, &mi, &li, acci.data());
-            attn_online_update_runs(1, own.data(), static_cast<int>(own.size()), hd, scale, &mi, &li, acci.data(),
-                                    scratch1.data(), variant == 1 ? &shaping : nullptr);
-            attn_online_finish(1, hd, &li, acci.data(), want.data());
-            ASSERT_EQ(std::memcmp(want.data(), out.data() + static_cast<size_t>(i) * hd, sizeof(float) * hd), 0)
+            std::vector<float> mi(static_cast<size_t>(group)), li(mi.size()), acci(static_cast<size_t>(group) * hd),
+                want(acci.size()), scratch1(static_cast<size_t>(attn_scratch_floats(group, hd)));
+            attn_online_init_sinks(group, hd, sink_logits.data() + i, n_sink_logits, mi.data(), li.data(), acci.data());
+            attn_online_update_runs(group, own.data(), static_cast<int>(own.size()), hd, scale, mi.data(), li.data(),
+                                    acci.data(), scratch1.data(), variant == 1 ? &shaping : nullptr);
+            attn_online_finish(group, hd, li.data(), acci.data(), want.data());
+            ASSERT_EQ(std::memcmp(want.data(), out.data() + static_cast<size_t>(i) * hd, sizeof(float) * want.size()),
+                      0)
                 << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " bt=" << bt << " variant=" << variant
                 << " row=" << i << ": " << want[0] << " vs " << out[static_cast<size_t>(i) * hd];
           }

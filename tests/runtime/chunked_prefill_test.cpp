@@ -78,19 +78,25 @@ TEST(ChunkedPrefill, EqualsTokenByTokenFeeding) {
   }
 }
 
-// Multi-head models score consecutive tokens of a chunk in query tiles: the
-// logits and the cache are bit for bit those of one query at a time, for
-// heads of 16, 48 and 64, float and quantized caches, windows that slide
+// Multi-head models (and groups of two query heads per KV head) score
+// consecutive tokens of a chunk in query tiles: the logits and the cache are
+// bit for bit those of one query at a time, for heads of 16, 32, 48 and 64,
+// float and quantized caches, windows that slide
 // within the chunk (with and without sinks; one over several 256-key
 // spans, where a tile across a 16-key chunk boundary would cut other spans:
 // 302 keys put first window keys 2 past a multiple of 4, so tiles of four
 // would cross one) and none, on two threads.
 TEST(ChunkedPrefill, QueryTilesEqualOneQueryAtATimeBitForBit) {
-  for (const auto& [dim, heads] : {std::pair{64, 4}, std::pair{96, 2}, std::pair{128, 2}}) {
+  struct Shape {
+    int dim, heads, kv_heads;
+  };
+  for (const Shape& sh : {Shape{64, 4, 4}, Shape{96, 2, 2}, Shape{128, 2, 2}, Shape{128, 4, 2}, Shape{256, 4, 2}}) {
+    const int dim = sh.dim;
     test::TinySpec s;
     s.dim = dim;
     s.hidden = 2 * dim;
-    s.heads = s.kv_heads = heads;
+    s.heads = sh.heads;
+    s.kv_heads = sh.kv_heads;
     s.weight_std = 0.3f * std::sqrt(32.0f / static_cast<float>(dim));
     const std::string path = test::write_tiny_model(s, "tiles_" + std::to_string(dim) + ".gguf");
     auto mr = load_model({path, ""});
@@ -110,8 +116,9 @@ TEST(ChunkedPrefill, QueryTilesEqualOneQueryAtATimeBitForBit) {
         const RunResult single = run(m, pol, prompt, 64, eo);
         ASSERT_EQ(tiled.logits.size(), single.logits.size());
         EXPECT_EQ(std::memcmp(tiled.logits.data(), single.logits.data(), sizeof(float) * single.logits.size()), 0)
-            << "dim " << dim << " " << kv_type_name(kv) << " " << pol.name();
-        EXPECT_EQ(tiled.kv, single.kv) << "dim " << dim << " " << kv_type_name(kv) << " " << pol.name();
+            << "dim " << dim << " heads " << sh.heads << " " << kv_type_name(kv) << " " << pol.name();
+        EXPECT_EQ(tiled.kv, single.kv) << "dim " << dim << " heads " << sh.heads << " " << kv_type_name(kv) << " "
+                                       << pol.name();
       }
   }
 }
