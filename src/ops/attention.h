@@ -64,7 +64,13 @@ struct AttnScoring {
 // over its own runs if those cut the same 16-key chunks (the same blocks,
 // its first window key in the union's first chunk, its list a prefix of
 // the union's otherwise) and heads are wider than 8 (an 8-wide head sums
-// V in key pairs, which a shorter run would pair differently).
+// V in key pairs, which a shorter run would pair differently). "Bit for
+// bit" also rests on GCC contracting the same multiply-adds into FMAs in
+// the row and lone-query forms alike (-O2 and up): a semantically neutral
+// rewrite of the row scoring's dispatch once moved an ulp (BF16, heads of
+// 16), so AttentionKv.QueryTileRowsEqualLoneQueriesBitForBit checks every
+// clone, and ChunkedPrefill.QueryTilesEqualOneQueryAtATimeBitForBit the
+// engine.
 struct AttnRows {
   int n_shared = 0;
   const int* lo = nullptr;  // [g]

@@ -287,10 +287,14 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
             attn_online_update_runs(group, own.data(), static_cast<int>(own.size()), hd, scale, mi.data(), li.data(),
                                     acci.data(), scratch1.data(), variant == 1 ? &shaping : nullptr);
             attn_online_finish(group, hd, li.data(), acci.data(), want.data());
-            ASSERT_EQ(std::memcmp(want.data(), out.data() + static_cast<size_t>(i) * hd, sizeof(float) * want.size()),
-                      0)
-                << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " bt=" << bt << " variant=" << variant
-                << " row=" << i << ": " << want[0] << " vs " << out[static_cast<size_t>(i) * hd];
+            // The first element that differs, if one does.
+            size_t d = 0;
+            while (d < want.size() && std::memcmp(&want[d], &out[static_cast<size_t>(i) * hd + d], sizeof(float)) == 0)
+              ++d;
+            ASSERT_EQ(d, want.size()) << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " bt=" << bt
+                                      << " variant=" << variant << " row=" << i << " element " << d << ": "
+                                      << (d < want.size() ? want[d] : 0.0f) << " vs "
+                                      << (d < want.size() ? out[static_cast<size_t>(i) * hd + d] : 0.0f);
           }
         }
 }
