@@ -155,8 +155,9 @@ class Engine {
     struct Angles {
       std::vector<float> cos_t, sin_t, cos_c, sin_c;  // [T x pairs]
     };
-    std::vector<Angles> angles;  // [rotaries]
-    int attn_parts[2] = {1, 1};  // [KvGroup] threads each group's attention splits into
+    std::vector<Angles> angles;                 // [rotaries]
+    int attn_parts[2] = {1, 1};                 // [KvGroup] threads each group's attention splits into
+    std::vector<std::pair<int, int>> tiles[2];  // [KvGroup] query tiles (query_tiles), the same in every layer
   };
   void prepare_round(std::span<RoundPart> parts, RoundBatch& b);
   void embed(std::span<RoundPart> parts, const RoundBatch& b);
@@ -212,9 +213,8 @@ class Engine {
 
   // Activations of the current round (reused buffers).
   std::vector<float> x_, xb_, xb2_, q_, qs_, k_, v_, att_, attn_out_, ffn_out_, hb_, hb2_;  // [T x ...]
-  std::vector<float> qraw_;                 // [T x q_dim] H2O tokens' queries before RoPE
-  std::vector<int32_t> h2o_slot_;           // [T x n_kv_heads] where each H2O token's K/V went
-  std::vector<std::pair<int, int>> tiles_;  // a layer's query tiles (query_tiles)
+  std::vector<float> qraw_;        // [T x q_dim] H2O tokens' queries before RoPE
+  std::vector<int32_t> h2o_slot_;  // [T x n_kv_heads] where each H2O token's K/V went
   std::vector<float> router_, moe_in_, moe_g_, moe_u_, moe_y_;
   std::vector<std::vector<std::pair<int, float>>> moe_routed_;  // [experts] of (token, weight)
   std::vector<int> moe_order_;                                  // MoE scratch

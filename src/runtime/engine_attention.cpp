@@ -97,8 +97,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
   const int group = c.n_heads / c.n_kv_heads;
   const LayerAttentionSetup a = attention_setup(layer);
   const bool alibi = c.positions == PositionKind::Alibi;
-  query_tiles(b, a.group, tiles_);
-  const auto& tiles = tiles_;
+  const auto& tiles = b.tiles[a.group];
   // One task per (tile, KV head): the group's query heads (or the tile's
   // rows) walk the sink and window runs of the paged cache together, online
   // softmax, no gather.

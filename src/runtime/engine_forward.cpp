@@ -106,6 +106,12 @@ void Engine::prepare_round(std::span<RoundPart> parts, RoundBatch& b) {
     work *= static_cast<int64_t>(config().q_dim()) * 2;
     b.attn_parts[g] =
         observer_ ? 1 : static_cast<int>(std::clamp<int64_t>(work / kMinAttnWorkPerPart, 1, threads_.size()));
+    // The query tiles too: they follow the batch and where its keys sit,
+    // which no layer changes.
+    if (T > 0 && b.seq[0]->kv[g])
+      query_tiles(b, static_cast<KvGroup>(g), b.tiles[g]);
+    else
+      b.tiles[g].clear();
   }
 }
 
