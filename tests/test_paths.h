@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -46,5 +47,18 @@ inline std::string temp_path(const std::string& name) {
   const char* t = std::getenv("TMPDIR");
   return std::string(t && *t ? t : "/tmp") + "/sinkstream_test_" + std::to_string(::getpid()) + "_" + name;
 }
+
+// A temp_path that is removed (file or tree) when the test leaves its scope,
+// also when a fatal assertion returns early, so failed runs leave no litter.
+struct TempPath {
+  explicit TempPath(const std::string& name) : path(temp_path(name)) {}
+  ~TempPath() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempPath(const TempPath&) = delete;
+  TempPath& operator=(const TempPath&) = delete;
+  const std::string path;
+};
 
 }  // namespace ss::test

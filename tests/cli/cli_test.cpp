@@ -292,7 +292,8 @@ TEST(Cli, BenchBandwidthRefusesWeightsTooSmallToProbe) {
   // (dim 4, vocab 8, one layer, shared classifier: 128 bytes at most): the
   // probe would time nothing, so --bandwidth is refused before any work
   // and the same bench without it runs.
-  const std::string f = test::temp_path("bench_specks.bin");
+  const test::TempPath f_file("bench_specks.bin"), z_file("bench_specks_tok.bin");
+  const std::string &f = f_file.path, &z = z_file.path;
   const int32_t dim = 4, hidden = 4, layers = 1, heads = 1, kv = 1, vocab = 8, seq = 8;
   // embedding, rms_att, wq, wk, wv, wo, rms_ffn, w1, w2, w3, rms_final, rope cos, rope sin
   const size_t floats = vocab * dim + dim + 4 * dim * dim + dim + 3 * hidden * dim + dim + 2 * seq * (dim / heads) / 2;
@@ -304,7 +305,6 @@ TEST(Cli, BenchBandwidthRefusesWeightsTooSmallToProbe) {
   std::fwrite(w.data(), 4, w.size(), out);
   std::fclose(out);
   // Its llama2.c tokenizer: max token length, then score, length, bytes.
-  const std::string z = test::temp_path("bench_specks_tok.bin");
   out = std::fopen(z.c_str(), "wb");
   ASSERT_NE(out, nullptr);
   const int32_t max_len = 5;
@@ -324,8 +324,6 @@ TEST(Cli, BenchBandwidthRefusesWeightsTooSmallToProbe) {
   EXPECT_NE(bw.rc, 0) << bw.out;
   EXPECT_NE(bw.out.find("256-byte"), std::string::npos) << bw.out;
   EXPECT_EQ(bw.out.find("prefill"), std::string::npos) << "refused only after measuring:\n" << bw.out;
-  std::remove(f.c_str());
-  std::remove(z.c_str());
 }
 
 }  // namespace

@@ -281,7 +281,8 @@ TEST(Fault, KillNineMidStreamThenRestartResumesEverySavedSession) {
   }
 
   {
-    ServerProcess p(dir, test::temp_path("kill9_first.log"));
+    const test::TempPath log1("kill9_first.log");
+    ServerProcess p(dir, log1.path);
     ASSERT_GT(p.port, 0);
     auto c = p.client();
     for (const auto& id : ids)
@@ -300,7 +301,8 @@ TEST(Fault, KillNineMidStreamThenRestartResumesEverySavedSession) {
   ASSERT_TRUE(std::filesystem::exists(torn + ".bak"));
   std::filesystem::resize_file(torn, std::filesystem::file_size(torn) / 2);
 
-  const std::string log2 = test::temp_path("kill9_second.log");
+  const test::TempPath log2_file("kill9_second.log");
+  const std::string& log2 = log2_file.path;
   ServerProcess p2(dir, log2);
   ASSERT_GT(p2.port, 0);
   auto c = p2.client();
@@ -322,20 +324,23 @@ TEST(Fault, KillNineMidStreamThenRestartResumesEverySavedSession) {
 
 TEST(Security, LoopbackByDefaultAndAWarningForAnOpenAddressWithoutKey) {
   {
-    const std::string log = test::temp_path("sec_default.log");
+    const test::TempPath log_file("sec_default.log");
+    const std::string& log = log_file.path;
     ServerProcess p("", log);
     ASSERT_GT(p.port, 0);
     EXPECT_NE(test::read_file(log).find("http://127.0.0.1:"), std::string::npos) << test::read_file(log);
     EXPECT_EQ(test::read_file(log).find("warning"), std::string::npos);
   }
   {
-    const std::string log = test::temp_path("sec_open.log");
+    const test::TempPath log_file("sec_open.log");
+    const std::string& log = log_file.path;
     ServerProcess p("", log, {"--host", "0.0.0.0"});
     ASSERT_GT(p.port, 0);
     EXPECT_NE(test::read_file(log).find("without --api-key"), std::string::npos) << test::read_file(log);
   }
   {
-    const std::string log = test::temp_path("sec_key.log");
+    const test::TempPath log_file("sec_key.log");
+    const std::string& log = log_file.path;
     ServerProcess p("", log, {"--host", "0.0.0.0", "--api-key", "k"});
     ASSERT_GT(p.port, 0);
     EXPECT_EQ(test::read_file(log).find("without --api-key"), std::string::npos) << test::read_file(log);
