@@ -51,7 +51,7 @@ Result<std::vector<int64_t>> parse_list(const std::string& s) {
 struct DecodeSample {
   int64_t position;
   double p50_ms, p99_ms, tok_s;
-  size_t rss;
+  size_t rss, huge;
 };
 
 // What one decode step reads: every matrix once (as the kernels read it: the
@@ -247,21 +247,27 @@ int BenchCommand::run() {
     if (auto st = decode_steps(samples_, lat); !st.ok()) return fail(st.error().message);
     double total = 0;
     for (double l : lat) total += l;
-    DecodeSample s{target, percentile(lat, 0.5), percentile(lat, 0.99), lat.size() / (total / 1000.0),
-                   current_rss_bytes()};
+    DecodeSample s{target,
+                   percentile(lat, 0.5),
+                   percentile(lat, 0.99),
+                   lat.size() / (total / 1000.0),
+                   current_rss_bytes(),
+                   anon_huge_page_bytes()};
     samples.push_back(s);
     out["decode"].push_back({{"position", s.position},
                              {"p50_ms", s.p50_ms},
                              {"p99_ms", s.p99_ms},
                              {"tok_s", s.tok_s},
                              {"rss_bytes", s.rss},
+                             {"anon_huge_page_bytes", s.huge},
                              {"kv_blocks_used", engine.pool().used_blocks()},
                              {"kv_bytes_used", engine.used_kv_bytes()}});
     if (!json_)
       std::printf(
-          "decode at %9lld: p50 %8.4f ms  p99 %8.4f ms  %10.1f tok/s  RSS %7.1f MiB  KV blocks %d  KV %.1f KiB\n",
+          "decode at %9lld: p50 %8.4f ms  p99 %8.4f ms  %10.1f tok/s  RSS %7.1f MiB  KV blocks %d  KV %.1f KiB  "
+          "huge pages %.1f MiB\n",
           static_cast<long long>(s.position), s.p50_ms, s.p99_ms, s.tok_s, s.rss / 1048576.0,
-          engine.pool().used_blocks(), engine.used_kv_bytes() / 1024.0);
+          engine.pool().used_blocks(), engine.used_kv_bytes() / 1024.0, s.huge / 1048576.0);
   }
 
   if (!pair_.empty()) {

@@ -5,8 +5,8 @@
 
 namespace ss {
 
-static size_t status_kb(const char* key) {
-  FILE* f = std::fopen("/proc/self/status", "r");
+static size_t proc_kb(const char* file, const char* key) {
+  FILE* f = std::fopen(file, "r");
   if (!f) return 0;
   char line[256];
   size_t kb = 0;
@@ -20,7 +20,8 @@ static size_t status_kb(const char* key) {
   return kb * 1024;
 }
 
-size_t current_rss_bytes() { return status_kb("VmRSS:"); }
-size_t peak_rss_bytes() { return status_kb("VmHWM:"); }
+size_t current_rss_bytes() { return proc_kb("/proc/self/status", "VmRSS:"); }
+size_t peak_rss_bytes() { return proc_kb("/proc/self/status", "VmHWM:"); }
+size_t anon_huge_page_bytes() { return proc_kb("/proc/self/smaps_rollup", "AnonHugePages:"); }
 
 }  // namespace ss
