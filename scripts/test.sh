@@ -71,6 +71,7 @@ if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
   # TSan needs a memory layout that high ASLR entropy can break: run without ASLR where allowed.
   norand=(setarch "$(uname -m)" -R)
   "${norand[@]}" true 2>/dev/null || norand=()
+  export SINKSTREAM_THREADS=1  # the servers these tests start: one worker each, as under ctest
   TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/util_tests
   # Less one test: 48 sampled completions checked for UTF-8 handling, one
   # client's requests one after another (the threads' interplay of every

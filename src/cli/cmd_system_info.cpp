@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "ops/kernel_report.h"
+#include "util/thread_count.h"
 
 namespace ss::cli {
 
@@ -15,6 +16,7 @@ SystemInfoCommand::SystemInfoCommand(CLI::App& app) {
 
 int SystemInfoCommand::run() {
   const KernelReport r = kernel_report();
+  const ThreadCountChoice threads = default_thread_count();
   if (!json_) {
     std::printf("version:      %s\n", version_string().c_str());
     std::printf("cpu:          %s\n", r.cpu.c_str());
@@ -28,6 +30,8 @@ int SystemInfoCommand::run() {
     std::printf("int8 decode:  %s (--act-quant int8/fast, 1-3 rows)\n", r.int8_decode.c_str());
     std::printf("int8 batches: %s (--act-quant int8, 4+ rows)\n", r.int8_batches.c_str());
     std::printf("fast batches: %s (--act-quant fast, 4+ rows of Q4_0/Q8_0)\n", r.bf16_batches.c_str());
+    std::printf("threads:      %d by default (%s; -t or $SINKSTREAM_THREADS sets it)\n", threads.threads,
+                threads.why.c_str());
     return 0;
   }
   nlohmann::json j;
@@ -42,6 +46,8 @@ int SystemInfoCommand::run() {
   j["int8_decode"] = r.int8_decode;
   j["int8_batches"] = r.int8_batches;
   j["fast_batches"] = r.bf16_batches;
+  j["default_threads"] = threads.threads;
+  j["default_threads_from"] = threads.why;
   std::printf("%s\n", j.dump(2).c_str());
   return 0;
 }

@@ -7,6 +7,7 @@
 #include "ops/kernel_report.h"
 #include "runtime/kernel_layouts.h"
 #include "util/mapped_file.h"
+#include "util/thread_count.h"
 
 namespace ss::cli {
 
@@ -24,7 +25,13 @@ void ModelFlags::add(Flags& app) {
   model = default_model_path();
   app.add("-m,--model", model, "model: .gguf, llama2.c .bin, or HF directory ($SINKSTREAM_MODEL)").show_default();
   app.add("-z,--tokenizer", tokenizer, "llama2.c tokenizer.bin (default: next to the model)");
-  app.add("-t,--threads", threads, "worker threads").range(1, 256).show_default();
+  const ThreadCountChoice choice = default_thread_count();
+  threads = choice.threads;
+  app.add("-t,--threads", threads,
+          "worker threads (default: one per physical core this process may use, as llama.cpp: " + choice.why +
+              "; $SINKSTREAM_THREADS overrides)")
+      .range(1, 256)
+      .show_default();
   app.add("--act-quant", act_quant,
           "activations meeting Q4_0/Q8_0/Q4_K/Q5_K/Q6_K weights: int8 (default: rounded per block of 32 as "
           "llama.cpp does, on AVX-512 VNNI/AMX or AVX2; the float path on older CPUs), none (exact floats: "
