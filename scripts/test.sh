@@ -71,12 +71,12 @@ if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
   # TSan needs a memory layout that high ASLR entropy can break: run without ASLR where allowed.
   norand=(setarch "$(uname -m)" -R)
   "${norand[@]}" true 2>/dev/null || norand=()
-  export SINKSTREAM_THREADS=1  # the servers these tests start: one worker each, as under ctest
   TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/util_tests
+  # The servers these tests start keep to one worker each, as under ctest.
   # Less one test: 48 sampled completions checked for UTF-8 handling, one
   # client's requests one after another (the threads' interplay of every
   # other server test), half of the TSan run's time for nothing TSan sees.
-  TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/server_tests \
+  SINKSTREAM_THREADS=1 TSAN_OPTIONS="halt_on_error=1" "${norand[@]}" ./build/tsan/tests/server_tests \
     --gtest_filter=-Server.ModelOutputThatIsNotUtf8NeverCrashesOrLosesTheAnswer
 fi
 if [[ "${SS_SKIP_FUZZ:-0}" != 1 ]]; then
