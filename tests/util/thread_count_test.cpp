@@ -31,6 +31,30 @@ TEST(ThreadCount, CgroupQuotaRoundsUpAndMalformedTextMeansNoLimit) {
     EXPECT_EQ(cgroup_cpu_limit(bad), std::nullopt) << "'" << bad << "'";
 }
 
+TEST(ThreadCount, CgroupFilesFromTheLeafUpForV2AndV1) {
+  auto paths = [](std::string_view text) {
+    std::vector<std::string> out;
+    for (const auto& f : cgroup_cpu_files(text, "/cg")) out.push_back(f.path + (f.v1 ? " v1" : ""));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(paths("0::/\n"), V{"/cg/cpu.max"});
+  EXPECT_EQ(paths("0::/system.slice/a.service\n"),
+            (V{"/cg/system.slice/a.service/cpu.max", "/cg/system.slice/cpu.max", "/cg/cpu.max"}));
+  // v1 (hybrid: a named hierarchy, other controllers, an empty v2 line too).
+  EXPECT_EQ(paths("9:name=systemd:/\n4:memory:/x\n2:cpu,cpuacct:/docker/ab\n0::/\n"),
+            (V{"/cg/cpu,cpuacct/docker/ab/cpu.cfs_quota_us v1", "/cg/cpu,cpuacct/docker/cpu.cfs_quota_us v1",
+               "/cg/cpu,cpuacct/cpu.cfs_quota_us v1", "/cg/cpu.max"}));
+  EXPECT_EQ(paths("1:cpu:/\n"), V{"/cg/cpu/cpu.cfs_quota_us v1"});
+  EXPECT_EQ(paths("3:cpuset:/\n2:cpuacct:/\n"), V{});  // neither is "cpu"
+  // Nothing outside the mount, nothing from lines that are not cgroup lines.
+  EXPECT_EQ(paths("0::/a/../../etc\n"), V{});
+  EXPECT_EQ(paths("0::relative\ngarbage\n\n::\n"), V{});
+  EXPECT_EQ(paths("0::/a//\n"), (V{"/cg/a/cpu.max", "/cg/cpu.max"}));
+  EXPECT_EQ(cgroup_cpu_limit("-1 100000"), std::nullopt);  // v1: no quota
+  EXPECT_EQ(cgroup_cpu_limit("300000 100000"), 3);
+}
+
 TEST(ThreadCount, OverrideFromTheEnvironmentAndASaneDefaultWithout) {
   const char* saved = std::getenv("SINKSTREAM_THREADS");
   const std::string keep = saved ? saved : "";
