@@ -1098,6 +1098,36 @@ SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale
   }
 }
 
+// Software prefetch for attention over a cache larger than the CPU's caches
+// (AttnScoring::stream_kv; a 2048-key window of TinyLlama: 46 MB a token):
+// the keys of a paged cache sit in blocks far apart, so the hardware
+// prefetchers stop at every block and each block's first lines cost a trip
+// to DRAM. A run's K (dimension-major: hd rows of its keys) is asked for
+// kKAhead runs ahead, and each chunk's V rows while its scores are taken, in
+// time for step (3). On a cache that fits, the requests are only cost
+// (stories15M, 1.7 MB: 3% slower decode), hence the hint.
+template <class T>
+SS_ALWAYS_INLINE void prefetch_lines(const T* from, size_t bytes) {
+  const auto first = reinterpret_cast<uintptr_t>(from) & ~uintptr_t{63};
+  const auto last = (reinterpret_cast<uintptr_t>(from) + bytes - 1) & ~uintptr_t{63};
+  for (uintptr_t line = first; line <= last; line += 64) __builtin_prefetch(reinterpret_cast<const void*>(line));
+}
+template <class T>
+SS_ALWAYS_INLINE void prefetch_k_run(const KvRun& run, int hd) {
+  const T* k = static_cast<const T*>(run.kv.k) + static_cast<long>(run.kv.elem0) * run.kv.col_stride + run.first;
+  const size_t row = static_cast<size_t>(run.kv.col_stride) * sizeof(T);
+  if (row <= 64) {  // the head's rows of the block are one stretch of memory
+    prefetch_lines(k, (static_cast<size_t>(hd - 1) * run.kv.col_stride + run.count) * sizeof(T));
+    return;
+  }
+  for (int d = 0; d < hd; ++d) prefetch_lines(k + static_cast<long>(d) * run.kv.col_stride, run.count * sizeof(T));
+}
+template <class T>
+SS_ALWAYS_INLINE void prefetch_v_rows(const KvRun& run, int from, int to, int hd) {
+  const auto* v = static_cast<const uint8_t*>(run.kv.v) + static_cast<size_t>(run.kv.elem0) * sizeof(T);
+  for (int r = from; r < to; ++r) prefetch_lines(v + static_cast<size_t>(r) * run.kv.row_bytes, hd * sizeof(T));
+}
+
 // Online softmax over a list of runs of dimension-major float-type blocks, a
 // span of up to kAttnSpan keys at a time: (1) every chunk's scores for the g
 // heads into p [g][kAttnSpan], masked lanes -inf; (2) per head, one max over
@@ -1115,8 +1145,12 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
                                   const AttnScoring* scoring) {
   using T = typename E::T;
   constexpr bool kQuant = kQuantElems<E>;
+  // What shapes the scores: none when the caller passed only the stream_kv
+  // hint, so that a hint never moves a run onto another path (other bits).
+  const AttnScoring* shaping =
+      scoring && (scoring->softcap > 0 || scoring->slopes || scoring->rows) ? scoring : nullptr;
   if constexpr (HD == 8 && W && !kQuant && G > 0) {
-    bool fits = runs[0].kv.v_dim_major && !scoring;
+    bool fits = runs[0].kv.v_dim_major && !shaping;
     for (int i = 0; i < n_runs && fits; ++i) fits = runs[i].kv.col_stride % kChunk == 0;
     if (fits) return span_update_hd8<E, G>(runs, n_runs, scale, m, l, acc, scratch);
   }
@@ -1133,9 +1167,15 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       return static_cast<size_t>(run.kv.elem0) * sizeof(T);
   };
   SpanPiece pieces[kAttnSpan / kChunk];
+  // Float types with heads wider than 16 (smaller heads share lines among
+  // KV heads: in cache after the first).
+  constexpr bool kPrefetch = !kQuant && (HD == 0 || HD > 16);
+  constexpr int kKAhead = 2;  // runs (blocks) ahead: 1, 2 and 4 measured alike
+  const bool stream = hd > 16 && scoring && scoring->stream_kv;
+  int prefetched = 0;  // the last run whose K was asked for (run 0: the caller's first touch)
   // A query tile's rows (not for heads of 8: AttnRows) and the ordinal of
   // the next key in the run list.
-  const AttnRows* tile = HD != 8 && scoring ? scoring->rows : nullptr;
+  const AttnRows* tile = HD != 8 && shaping ? shaping->rows : nullptr;
   int ord = 0;
   int ri = 0, r0 = n_runs > 0 ? runs[0].first - runs[0].first % kChunk : 0;
   while (ri < n_runs) {
@@ -1145,6 +1185,10 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       const KvRun& run = runs[ri];
       const int end = run.first + run.count;
       const int lo = std::max(run.first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
+      if (kPrefetch && stream) {
+        for (; prefetched < ri + kKAhead && prefetched + 1 < n_runs;) prefetch_k_run<T>(runs[++prefetched], hd);
+        if (!runs[0].kv.v_dim_major) prefetch_v_rows<T>(run, r0 + lo, r0 + hi, hd);
+      }
       // Lanes [lo_h, hi_h) of the chunk that row h of a tile sees.
       const int ord_r0 = ord - lo;  // the ordinal lane 0 would have
       ord += hi - lo;
@@ -1181,7 +1225,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
                         : head_chunk_scores<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
           int lo_h, hi_h;
           row_lanes(h, lo_h, hi_h);
-          const Lanes shaped = shape_scores(sc, lo_h, hi_h, h, r0, run.col0, scoring);
+          const Lanes shaped = shape_scores(sc, lo_h, hi_h, h, r0, run.col0, shaping);
           std::memcpy(p + h * kAttnSpan + np * kChunk, &shaped, sizeof shaped);
         }
       } else {
@@ -1201,7 +1245,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
           row_lanes(h, lo_h, hi_h);
           for (int half = 0; half < 2; ++half) {
             const Eight shaped =
-                shape_scores8(sc[half], lo_h - 8 * half, hi_h - 8 * half, h, r0 + 8 * half, run.col0, scoring);
+                shape_scores8(sc[half], lo_h - 8 * half, hi_h - 8 * half, h, r0 + 8 * half, run.col0, shaping);
             std::memcpy(p + h * kAttnSpan + np * kChunk + 8 * half, &shaped, sizeof shaped);
           }
         }
@@ -1285,9 +1329,9 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       continue;
     }
     for (int c = 0; c < np; ++c) {
-      if (hd > 16 && c + 1 < np) {
-        // The next chunk's V rows are asked for while this chunk's are
-        // summed. Heads of 16 or less: not, since a line holds several KV
+      if (kQuant && hd > 16 && c + 1 < np) {
+        // Quantized types: the next chunk's V rows are asked for while this
+        // chunk's are summed (float types: in step (1)). Heads of 16 or less: not, since a line holds several KV
         // heads' rows of a token, in cache for every KV head after the
         // first (at hd 8 the prefetch loop took 14% of the kernel's time).
         const SpanPiece& pn = pieces[c + 1];

@@ -101,6 +101,9 @@ void Engine::attention(int layer, const RoundBatch& b) {
   // One task per (tile, KV head): the group's query heads (or the tile's
   // rows) walk the sink and window runs of the paged cache together, online
   // softmax, no gather.
+  // The KV this layer's attention may read (every block in use: an upper
+  // bound) against what the CPU's caches hold (EngineOptions::stream_kv_bytes).
+  const bool stream_kv = static_cast<size_t>(a.pool->used_blocks()) * a.pool->block_bytes() > opts_.stream_kv_bytes;
   auto run = [&](size_t begin, size_t end) {
     thread_local std::vector<float> m, l, acc, scratch, head_sinks, qtile, qsink_tile;
     thread_local std::vector<KvRun> runs;
@@ -201,8 +204,10 @@ void Engine::attention(int layer, const RoundBatch& b) {
         tile.hi = row_hi;
         sc.rows = &tile;
       }
+      sc.stream_kv = stream_kv;
       attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, a.scale, m.data(), l.data(),
-                              acc.data(), scratch.data(), alibi || sc.softcap > 0 || n > 1 ? &sc : nullptr);
+                              acc.data(), scratch.data(),
+                              alibi || sc.softcap > 0 || n > 1 || sc.stream_kv ? &sc : nullptr);
       for (int i = 0; i < n; ++i)
         attn_online_finish(group, hd, l.data() + i * group, acc.data() + static_cast<size_t>(i) * group * hd,
                            att_.data() + q_off(t + i));

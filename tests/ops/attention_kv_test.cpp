@@ -144,6 +144,7 @@ TEST(AttentionKv, TypedBlocksMatchDequantizedTwin) { test::at_every_cpu_level(ch
 // start and end inside runs), the first two runs (the "sinks") scored with
 // another query than the rest, ALiBi slopes with each run's own col0, and
 // soft-capping; against the scalar two-pass twin over the concatenated keys.
+// With the stream_kv hint, the same bits.
 void check_RunListMatchesTwoPassTwin() {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> u(-2, 2);
@@ -183,6 +184,18 @@ void check_RunListMatchesTwoPassTwin() {
             attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, scale, m.data(), l.data(),
                                     acc.data(), scratch.data(), shaping ? &scoring : nullptr);
             attn_online_finish(g, hd, l.data(), acc.data(), out.data());
+            {
+              // The stream_kv hint (prefetching blocks ahead) changes no bit.
+              AttnScoring streamed = scoring;
+              streamed.stream_kv = true;
+              std::vector<float> out2(out.size());
+              attn_online_init(g, hd, m.data(), l.data(), acc.data());
+              attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, scale, m.data(), l.data(),
+                                      acc.data(), scratch.data(), &streamed);
+              attn_online_finish(g, hd, l.data(), acc.data(), out2.data());
+              ASSERT_EQ(std::memcmp(out.data(), out2.data(), out.size() * sizeof(float)), 0)
+                  << type_name(static_cast<uint32_t>(type)) << " hd=" << hd << " g=" << g << " shaping=" << shaping;
+            }
             for (int h = 0; h < g; ++h) {
               std::vector<float> p, vr;
               for (const KvRun& run : runs) {

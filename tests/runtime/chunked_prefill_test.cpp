@@ -123,5 +123,43 @@ TEST(ChunkedPrefill, QueryTilesEqualOneQueryAtATimeBitForBit) {
   }
 }
 
+// Attention over a cache larger than the CPU's caches prefetches blocks
+// ahead (EngineOptions::stream_kv_bytes): the logits and the cache are bit
+// for bit those without, token by token and in chunks, for float caches
+// (where it applies) and a quantized one (where it does not), heads of 8
+// (a path the hint must not move) and 64.
+TEST(ChunkedPrefill, StreamingKvHintChangesNoBit) {
+  for (int heads : {16, 2}) {
+    test::TinySpec s;
+    s.dim = 128;
+    s.hidden = 256;
+    s.heads = heads;
+    s.kv_heads = heads;
+    s.weight_std = 0.3f * std::sqrt(32.0f / 128.0f);
+    const std::string path = test::write_tiny_model(s, "stream_kv_" + std::to_string(heads) + ".gguf");
+    auto mr = load_model({path, ""});
+    std::remove(path.c_str());
+    ASSERT_TRUE(mr.ok()) << mr.error().message;
+    const auto m = mr.value();
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 300; ++i) prompt.push_back((i * 29 + 5) % s.vocab);
+    for (GgmlType kv : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
+      for (const auto& pol : {KvPolicy::dense(), KvPolicy::sinks_window(4, 100)})
+        for (int chunk : {1, 64}) {
+          EngineOptions eo;
+          eo.threads = 2;
+          eo.kv_type = kv;
+          eo.stream_kv_bytes = 0;  // always
+          const RunResult streamed = run(m, pol, prompt, chunk, eo);
+          eo.stream_kv_bytes = SIZE_MAX;  // never
+          const RunResult plain = run(m, pol, prompt, chunk, eo);
+          ASSERT_EQ(streamed.logits.size(), plain.logits.size());
+          EXPECT_EQ(std::memcmp(streamed.logits.data(), plain.logits.data(), sizeof(float) * plain.logits.size()), 0)
+              << "heads " << heads << " " << kv_type_name(kv) << " " << pol.name() << " chunk " << chunk;
+          EXPECT_EQ(streamed.kv, plain.kv) << "heads " << heads << " " << kv_type_name(kv) << " " << pol.name();
+        }
+  }
+}
+
 }  // namespace
 }  // namespace ss
