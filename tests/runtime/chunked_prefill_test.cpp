@@ -78,6 +78,27 @@ TEST(ChunkedPrefill, EqualsTokenByTokenFeeding) {
   }
 }
 
+// A tiny model of `dim` with these heads, weights scaled so that attention
+// stays far from uniform at any width.
+test::TinySpec attention_spec(int dim, int heads, int kv_heads) {
+  test::TinySpec s;
+  s.dim = dim;
+  s.hidden = 2 * dim;
+  s.heads = heads;
+  s.kv_heads = kv_heads;
+  s.weight_std = 0.3f * std::sqrt(32.0f / static_cast<float>(dim));
+  return s;
+}
+
+// Written, loaded and removed again; null (and a test failure) if it does not load.
+std::shared_ptr<const Model> load_tiny(const test::TinySpec& s, const std::string& name) {
+  const std::string path = test::write_tiny_model(s, name);
+  auto mr = load_model({path, ""});
+  std::remove(path.c_str());
+  EXPECT_TRUE(mr.ok()) << mr.error().message;
+  return mr.ok() ? mr.value() : nullptr;
+}
+
 // Multi-head models (and groups of two query heads per KV head) score
 // consecutive tokens of a chunk in query tiles: the logits and the cache are
 // bit for bit those of one query at a time, for heads of 16, 32, 48 and 64,
@@ -92,17 +113,9 @@ TEST(ChunkedPrefill, QueryTilesEqualOneQueryAtATimeBitForBit) {
   };
   for (const Shape& sh : {Shape{64, 4, 4}, Shape{96, 2, 2}, Shape{128, 2, 2}, Shape{128, 4, 2}, Shape{256, 4, 2}}) {
     const int dim = sh.dim;
-    test::TinySpec s;
-    s.dim = dim;
-    s.hidden = 2 * dim;
-    s.heads = sh.heads;
-    s.kv_heads = sh.kv_heads;
-    s.weight_std = 0.3f * std::sqrt(32.0f / static_cast<float>(dim));
-    const std::string path = test::write_tiny_model(s, "tiles_" + std::to_string(dim) + ".gguf");
-    auto mr = load_model({path, ""});
-    std::remove(path.c_str());
-    ASSERT_TRUE(mr.ok()) << mr.error().message;
-    const auto m = mr.value();
+    const test::TinySpec s = attention_spec(dim, sh.heads, sh.kv_heads);
+    const auto m = load_tiny(s, "tiles_" + std::to_string(dim) + ".gguf");
+    ASSERT_NE(m, nullptr);
     std::vector<int32_t> prompt;
     for (int i = 0; i < 400; ++i) prompt.push_back((i * 37 + 11) % s.vocab);
     for (GgmlType kv : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0})
@@ -130,17 +143,9 @@ TEST(ChunkedPrefill, QueryTilesEqualOneQueryAtATimeBitForBit) {
 // (a path the hint must not move) and 64.
 TEST(ChunkedPrefill, StreamingKvHintChangesNoBit) {
   for (int heads : {16, 2}) {
-    test::TinySpec s;
-    s.dim = 128;
-    s.hidden = 256;
-    s.heads = heads;
-    s.kv_heads = heads;
-    s.weight_std = 0.3f * std::sqrt(32.0f / 128.0f);
-    const std::string path = test::write_tiny_model(s, "stream_kv_" + std::to_string(heads) + ".gguf");
-    auto mr = load_model({path, ""});
-    std::remove(path.c_str());
-    ASSERT_TRUE(mr.ok()) << mr.error().message;
-    const auto m = mr.value();
+    const test::TinySpec s = attention_spec(128, heads, heads);
+    const auto m = load_tiny(s, "stream_kv_" + std::to_string(heads) + ".gguf");
+    ASSERT_NE(m, nullptr);
     std::vector<int32_t> prompt;
     for (int i = 0; i < 300; ++i) prompt.push_back((i * 29 + 5) % s.vocab);
     for (GgmlType kv : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
