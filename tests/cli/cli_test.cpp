@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "cli_run.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
 #include "test_paths.h"
+#include "util/thread_count.h"
 
 namespace ss {
 namespace {
@@ -26,6 +29,33 @@ TEST(Cli, GenerateGreedyMatchesLlama2cFromGgufAndBin) {
   auto b = run("generate -m " + dir + "stories260K.bin -z " + dir + "tok512.bin --temp 0 -n 200 -t 2");
   EXPECT_EQ(b.rc, 0);
   EXPECT_EQ(test::rtrim(b.out), want);
+}
+
+// Without -t, a thread per physical core (as system-info reports and as
+// util computes in this process), SINKSTREAM_THREADS over that, -t over
+// both; the greedy text the same at each count.
+TEST(Cli, ThreadsDefaultToPhysicalCoresTheEnvironmentAndTheFlagOverride) {
+  const std::string bin = SS_CLI_BINARY;
+  const char* saved = std::getenv("SINKSTREAM_THREADS");
+  const std::string keep = saved ? saved : "";
+  unsetenv("SINKSTREAM_THREADS");
+  const int cores = default_thread_count().threads;
+  if (saved) setenv("SINKSTREAM_THREADS", keep.c_str(), 1);
+  auto info = run("env -u SINKSTREAM_THREADS " + bin + " system-info --json", false, true);
+  ASSERT_EQ(info.rc, 0);
+  EXPECT_EQ(nlohmann::json::parse(info.out)["default_threads"], cores) << info.out;
+
+  const std::string dir = test::shared("models/stories260K/");
+  const auto want = test::rtrim(test::read_file(dir + "expected_greedy_t0_n200.txt"));
+  const std::string gen = " generate -m " + dir + "stories260K.gguf --temp 0 -n 200";
+  for (const auto& [env, flag, threads] : {std::tuple{std::string("-u SINKSTREAM_THREADS"), std::string(""), cores},
+                                           std::tuple{std::string("SINKSTREAM_THREADS=3"), std::string(""), 3},
+                                           std::tuple{std::string("SINKSTREAM_THREADS=3"), std::string(" -t 2"), 2}}) {
+    auto r = run("env " + env + " " + bin + gen + flag, true, true);
+    EXPECT_EQ(r.rc, 0) << r.out;
+    EXPECT_NE(r.out.find("| threads " + std::to_string(threads) + " |"), std::string::npos) << env << flag << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << env << flag;
+  }
 }
 
 TEST(Cli, GenerateIdsFromSafetensors) {
