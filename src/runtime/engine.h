@@ -164,6 +164,7 @@ class Engine {
     std::vector<Angles> angles;                 // [rotaries]
     int attn_parts[2] = {1, 1};                 // [KvGroup] threads each group's attention splits into
     std::vector<std::pair<int, int>> tiles[2];  // [KvGroup] query tiles (query_tiles), the same in every layer
+    bool stream_kv[2] = {false, false};         // [KvGroup] KV past EngineOptions::stream_kv_bytes: prefetch
   };
   void prepare_round(std::span<RoundPart> parts, RoundBatch& b);
   void embed(std::span<RoundPart> parts, const RoundBatch& b);

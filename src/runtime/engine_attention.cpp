@@ -98,9 +98,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
   const LayerAttentionSetup a = attention_setup(layer);
   const bool alibi = c.positions == PositionKind::Alibi;
   const auto& tiles = b.tiles[a.group];
-  // The KV this layer's attention may read (every block in use: an upper
-  // bound) against what the CPU's caches hold (EngineOptions::stream_kv_bytes).
-  const bool stream_kv = static_cast<size_t>(a.pool->used_blocks()) * a.pool->block_bytes() > opts_.stream_kv_bytes;
+  const bool stream_kv = b.stream_kv[a.group];
   // One task per (tile, KV head): the group's query heads (or the tile's
   // rows) walk the sink and window runs of the paged cache together, online
   // softmax, no gather.

@@ -112,6 +112,10 @@ void Engine::prepare_round(std::span<RoundPart> parts, RoundBatch& b) {
       query_tiles(b, static_cast<KvGroup>(g), b.tiles[g]);
     else
       b.tiles[g].clear();
+    // As is whether its KV outgrows the CPU's caches (every block in use:
+    // an upper bound on what the layer's attention reads).
+    const BlockPool* pool = g == kFull ? &pool_ : swa_pool_.get();
+    b.stream_kv[g] = pool && static_cast<size_t>(pool->used_blocks()) * pool->block_bytes() > opts_.stream_kv_bytes;
   }
 }
 
