@@ -1102,7 +1102,8 @@ SS_ALWAYS_INLINE void span_update_hd8(const KvRun* runs, int n_runs, float scale
 // (AttnScoring::stream_kv; a 2048-key window of TinyLlama: 46 MB a token):
 // the keys of a paged cache sit in blocks far apart, so the hardware
 // prefetchers stop at every block and each block's first lines cost a trip
-// to DRAM. A run's K (dimension-major: hd rows of its keys) is asked for
+// to DRAM. A run's K (float types dimension-major: hd rows of its keys;
+// quantized ones token-major: the head's blocks of each key) is asked for
 // kKAhead runs ahead, and each chunk's V rows while its scores are taken, in
 // time for step (3). On a cache that fits, the requests only cost
 // instructions (stories15M, 3.5 MB of KV: 0-4% slower decode in alternating
@@ -1127,6 +1128,14 @@ template <class T>
 SS_ALWAYS_INLINE void prefetch_v_rows(const KvRun& run, int from, int to, int hd) {
   const auto* v = static_cast<const uint8_t*>(run.kv.v) + static_cast<size_t>(run.kv.elem0) * sizeof(T);
   for (int r = from; r < to; ++r) prefetch_lines(v + static_cast<size_t>(r) * run.kv.row_bytes, hd * sizeof(T));
+}
+// Quantized caches (ggml blocks of 32, token-major K and V): the head's
+// blocks of rows [from, to) of plane `plane` (run.kv.k or run.kv.v).
+template <class E>
+SS_ALWAYS_INLINE void prefetch_quant_rows(const KvRun& run, const void* plane, int from, int to, int hd) {
+  const auto* at = static_cast<const uint8_t*>(plane) + static_cast<size_t>(run.kv.elem0 / 32) * E::kBytes;
+  const size_t bytes = static_cast<size_t>((hd + 31) / 32) * E::kBytes;
+  for (int r = from; r < to; ++r) prefetch_lines(at + static_cast<size_t>(r) * run.kv.row_bytes, bytes);
 }
 
 // Online softmax over a list of runs of dimension-major float-type blocks, a
@@ -1168,9 +1177,9 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       return static_cast<size_t>(run.kv.elem0) * sizeof(T);
   };
   SpanPiece pieces[kAttnSpan / kChunk];
-  // Float types with heads wider than 16 (smaller heads share lines among
-  // KV heads: in cache after the first).
-  constexpr bool kPrefetch = !kQuant && (HD == 0 || HD > 16);
+  // Heads wider than 16 (smaller heads share lines among KV heads: in cache
+  // after the first).
+  constexpr bool kPrefetch = HD == 0 || HD > 16;
   constexpr int kKAhead = 2;  // runs (blocks) ahead: 1, 2 and 4 measured alike
   const bool stream = hd > 16 && scoring && scoring->stream_kv;
   int prefetched = 0;  // the last run whose K was asked for (run 0: the caller's first touch)
@@ -1187,8 +1196,16 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       const int end = run.first + run.count;
       const int lo = std::max(run.first, r0) - r0, hi = std::min(end, r0 + kChunk) - r0;
       if (kPrefetch && stream) {
-        for (; prefetched < ri + kKAhead && prefetched + 1 < n_runs;) prefetch_k_run<T>(runs[++prefetched], hd);
-        if (!runs[0].kv.v_dim_major) prefetch_v_rows<T>(run, r0 + lo, r0 + hi, hd);
+        if constexpr (kQuant) {
+          for (; prefetched < ri + kKAhead && prefetched + 1 < n_runs; ++prefetched) {
+            const KvRun& next = runs[prefetched + 1];
+            prefetch_quant_rows<E>(next, next.kv.k, next.first, next.first + next.count, hd);
+          }
+          prefetch_quant_rows<E>(run, run.kv.v, r0 + lo, r0 + hi, hd);
+        } else {
+          for (; prefetched < ri + kKAhead && prefetched + 1 < n_runs;) prefetch_k_run<T>(runs[++prefetched], hd);
+          if (!runs[0].kv.v_dim_major) prefetch_v_rows<T>(run, r0 + lo, r0 + hi, hd);
+        }
       }
       // Lanes [lo_h, hi_h) of the chunk that row h of a tile sees.
       const int ord_r0 = ord - lo;  // the ordinal lane 0 would have
@@ -1330,9 +1347,10 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       continue;
     }
     for (int c = 0; c < np; ++c) {
-      if (kQuant && hd > 16 && c + 1 < np) {
-        // Quantized types: the next chunk's V rows are asked for while this
-        // chunk's are summed (float types: in step (1), under stream_kv).
+      if (kQuant && hd > 16 && !stream && c + 1 < np) {
+        // Quantized types without stream_kv: the next chunk's V rows are
+        // asked for while this chunk's are summed (under stream_kv: in step
+        // (1), further ahead).
         // Heads of 16 or less: not, since a line holds several KV heads'
         // rows of a token, in cache for every KV head after the first (at
         // hd 8 the prefetch loop took 14% of the kernel's time).

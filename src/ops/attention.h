@@ -56,10 +56,10 @@ struct AttnScoring {
   float col0 = 0.0f;
   const AttnRows* rows = nullptr;  // a query tile (below); not with slopes
   // Not shaping but a memory hint: the caller's KV is larger than the caches
-  // hold, so float-type runs of heads wider than 16 ask for each block's K
-  // two blocks ahead and each chunk's V rows while its scores are taken
-  // (paged blocks lie apart, and the hardware prefetchers stop at each).
-  // The same results either way.
+  // hold, so runs of heads wider than 16 ask for each block's K two blocks
+  // ahead and each chunk's V rows while its scores are taken (paged blocks
+  // lie apart, and the hardware prefetchers stop at each). Float and
+  // quantized caches alike. The same results either way.
   bool stream_kv = false;
 };
 // A query tile: the g "heads" are g rows, the queries of one KV head for

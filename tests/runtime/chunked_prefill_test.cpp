@@ -138,9 +138,8 @@ TEST(ChunkedPrefill, QueryTilesEqualOneQueryAtATimeBitForBit) {
 
 // Attention over a cache larger than the CPU's caches prefetches blocks
 // ahead (EngineOptions::stream_kv_bytes): the logits and the cache are bit
-// for bit those without, token by token and in chunks, for float caches
-// (where it applies) and a quantized one (where it does not), heads of 8
-// (a path the hint must not move) and 64.
+// for bit those without, token by token and in chunks, for float and
+// quantized caches, heads of 8 (a path the hint must not move) and 64.
 TEST(ChunkedPrefill, StreamingKvHintChangesNoBit) {
   for (int heads : {16, 2}) {
     const test::TinySpec s = attention_spec(128, heads, heads);
@@ -148,7 +147,7 @@ TEST(ChunkedPrefill, StreamingKvHintChangesNoBit) {
     ASSERT_NE(m, nullptr);
     std::vector<int32_t> prompt;
     for (int i = 0; i < 300; ++i) prompt.push_back((i * 29 + 5) % s.vocab);
-    for (GgmlType kv : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0})
+    for (GgmlType kv : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0})
       for (const auto& pol : {KvPolicy::dense(), KvPolicy::sinks_window(4, 100)})
         for (int chunk : {1, 64}) {
           EngineOptions eo;
