@@ -801,9 +801,62 @@ SS_ALWAYS_INLINE void decode_piece(const uint8_t* qs, int j, float d, float* __r
 // dequantize_row computes them: block by block (one scale conversion each),
 // 16 at a time where 16 of them start a half block, 8 at a time where 8 start
 // a quarter (heads of 8), one by one elsewhere.
+#ifdef SS_F16C_ASM
+// One whole Q8_0 / Q4_0 block into out [32] in the AVX-512 clone: the scale
+// by vcvtph2ps and each 16 elements by vpmovsxbd / vpmovzxbd, through
+// inline assembly (as F16cElems: GCC turns the vector conversions of
+// decode_piece into a dozen shuffles each, and the scale's bit conversion
+// into fifteen scalar operations). The same values.
 template <GgmlType QT>
+SS_ALWAYS_INLINE void decode_block_avx512(const uint8_t* blk, float* __restrict__ out) {
+  typedef uint16_t H4 __attribute__((vector_size(8), aligned(1)));  // the scale and the next 6 bytes
+  typedef uint8_t B16 __attribute__((vector_size(16), aligned(1)));
+  typedef int32_t I16x32 __attribute__((vector_size(64)));
+  typedef float F4 __attribute__((vector_size(16)));
+  F4 d4;
+  asm("vcvtph2ps %1, %0" : "=v"(d4) : "m"(*reinterpret_cast<const H4*>(blk)));
+  const float d = d4[0];
+  I16x32 w[2];
+  if constexpr (QT == GgmlType::Q8_0) {
+    for (int i = 0; i < 2; ++i)
+      asm("vpmovsxbd %1, %0" : "=v"(w[i]) : "m"(*reinterpret_cast<const B16*>(blk + 2 + 16 * i)));
+  } else {
+    I16x32 b;  // byte j: element j (low nibble) and element j + 16 (high nibble)
+    asm("vpmovzxbd %1, %0" : "=v"(b) : "m"(*reinterpret_cast<const B16*>(blk + 2)));
+    w[0] = (b & 15) - 8;
+    w[1] = (b >> 4) - 8;
+  }
+  for (int i = 0; i < 2; ++i) {
+    const Lanes v = __builtin_convertvector(w[i], Lanes) * d;
+    std::memcpy(out + 16 * i, &v, sizeof v);
+  }
+}
+#endif
+
+// W: the AVX-512 clone (decode_block_avx512 where the elements are whole blocks).
+template <GgmlType QT, bool W = false>
 SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
   constexpr int kBytes = QuantElems<QT>::kBytes;
+  if (e0 % 32 == 0 && n % 32 == 0) {
+    // Whole blocks (heads of 32, 64, 128 at a head's start): no partial
+    // block to trim, two pieces of 16 each.
+    for (const uint8_t *blk = row + static_cast<long>(e0 / 32) * kBytes,
+                       *end = blk + static_cast<long>(n / 32) * kBytes;
+         blk < end; blk += kBytes, out += 32) {
+#ifdef SS_F16C_ASM
+      if constexpr (W) {
+        decode_block_avx512<QT>(blk, out);
+        continue;
+      }
+#endif
+      uint16_t dh;
+      std::memcpy(&dh, blk, 2);
+      const float d = half_bits_to_float<float>(static_cast<uint32_t>(dh));
+      decode_piece<16, QT>(blk + 2, 0, d, out);
+      decode_piece<16, QT>(blk + 2, 16, d, out + 16);
+    }
+    return;
+  }
   for (int i = 0; i < n;) {
     const int e = e0 + i, j0 = e % 32, j1 = std::min(32, j0 + (n - i));
     const uint8_t* blk = row + static_cast<long>(e / 32) * kBytes;
@@ -852,6 +905,44 @@ SS_ALWAYS_INLINE void transpose_step(Lanes* m) {
     }
 }
 
+// Sums across lanes of 16 vectors at once: lane r of the result is the sum
+// of m[r]'s lanes. Each step W adds the W-wide halves of m[i] and m[i + W]
+// (45 shuffles and adds for the 16, against 16 separate reductions' 128).
+template <int W>
+SS_ALWAYS_INLINE void fold_step(Lanes* m) {
+  for (int i = 0; i < W; ++i) {
+    const Lanes a = m[i], b = m[i + W];
+    m[i] = swap_lo<W>(a, b, std::make_index_sequence<kChunk>{}) + swap_hi<W>(a, b, std::make_index_sequence<kChunk>{});
+  }
+}
+
+// Scores of one query (q [HD]) over keys [lo, hi) of a chunk of quantized
+// keys decoded token-major into rows [kChunk][HD] (the other lanes 0), for
+// the AVX-512 clone: one 16-lane partial per key, folded across lanes. Per
+// query, HD / 16 multiply-adds a key and the fold, against the
+// dimension-major path's 16 x HD transpose per chunk, which costs as much
+// as the multiply-adds of 8 queries (Qwen3's 2 query heads per KV head:
+// 1.9x less time in BM_AttentionRuns Q8_0 hd 128 g 2). The same bits for a
+// query alone or in a tile (AttnRows: one query per row).
+template <int HD>
+SS_ALWAYS_INLINE Lanes rows_chunk_scores(const float* q, const float* __restrict__ rows, int lo, int hi, float scale) {
+  static_assert(HD % kChunk == 0);
+  Lanes qv[HD / kChunk];
+  for (int i = 0; i < HD / kChunk; ++i) qv[i] = load_lanes(q + i * kChunk);
+  Lanes m[kChunk];
+  for (int r = 0; r < kChunk; ++r) {
+    Lanes a = {};
+    if (r >= lo && r < hi)
+      for (int i = 0; i < HD / kChunk; ++i) a += qv[i] * load_lanes(rows + r * HD + i * kChunk);
+    m[r] = a;
+  }
+  fold_step<8>(m);
+  fold_step<4>(m);
+  fold_step<2>(m);
+  fold_step<1>(m);
+  return m[0] * scale;
+}
+
 // Keys [lo, hi) of the chunk from key r0 of a quantized run into pad, [hd][kChunk]
 // dimension-major floats (the other lanes 0), through rows [kChunk][hd]. The
 // AVX-512 clone (W) transposes 16 x 16 tiles in registers; the others, and
@@ -863,7 +954,7 @@ SS_ALWAYS_INLINE void decode_k_chunk(const KvRun& run, int r0, int lo, int hi, i
   const int hd = HD > 0 ? HD : hd_runtime;
   const auto* k = static_cast<const uint8_t*>(run.kv.k);
   for (int r = lo; r < hi; ++r)
-    decode_quant<QT>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, hd, rows + r * hd);
+    decode_quant<QT, W>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, hd, rows + r * hd);
   if constexpr (W && HD > 0 && HD % kChunk == 0) {
     for (int r = 0; r < kChunk; ++r)
       if (r < lo || r >= hi) std::memset(rows + r * HD, 0, HD * sizeof(float));
@@ -1180,6 +1271,8 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
   // Heads wider than 16 (smaller heads share lines among KV heads: in cache
   // after the first).
   constexpr bool kPrefetch = HD == 0 || HD > 16;
+  // Quantized keys scored token-major (rows_chunk_scores).
+  constexpr bool kRowScores = kQuant && W && HD > 0 && HD % 32 == 0;
   constexpr int kKAhead = 2;  // runs (blocks) ahead: 1, 2 and 4 measured alike
   const bool stream = hd > 16 && scoring && scoring->stream_kv;
   int prefetched = 0;  // the last run whose K was asked for (run 0: the caller's first touch)
@@ -1225,7 +1318,12 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       // The chunk's lanes run past the columns: the valid ones are copied
       // out (as floats), so no lane reads past them.
       const bool padded = kQuant || r0 + kChunk > run.kv.col_stride;
-      if constexpr (kQuant)
+      if constexpr (kRowScores) {
+        const auto* k = static_cast<const uint8_t*>(run.kv.k);
+        for (int r = lo; r < hi; ++r)
+          decode_quant<E::kType, W>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, HD,
+                                    rows + r * HD);
+      } else if constexpr (kQuant)
         decode_k_chunk<HD, E::kType, W>(run, r0, lo, hi, hd, rows, pad);
       else if (padded)
         for (int d = 0; d < hd; ++d)
@@ -1235,7 +1333,9 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
         Lanes block[4];
         for (int h = 0; h < g; ++h) {
           Lanes sc;
-          if (tile)
+          if constexpr (kRowScores)
+            sc = rows_chunk_scores<HD>(run.q + h * HD, rows, lo, hi, scale);
+          else if (tile)
             sc = padded ? row_chunk_scores<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block)
                         : row_chunk_scores<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
           else
@@ -1365,8 +1465,8 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       if constexpr (kQuant) {
         const auto* v = static_cast<const uint8_t*>(run.kv.v);
         for (int r = pc.lo; r < pc.hi; ++r)
-          decode_quant<E::kType>(v + static_cast<size_t>(pc.r0 + r) * run.kv.row_bytes, run.kv.elem0, hd,
-                                 rows + (r - pc.lo) * hd);
+          decode_quant<E::kType, W>(v + static_cast<size_t>(pc.r0 + r) * run.kv.row_bytes, run.kv.elem0, hd,
+                                    rows + (r - pc.lo) * hd);
         accumulate_chunk<HD, F32Elems, W>(p + c * kChunk + pc.lo, kAttnSpan, g, rows, hd, pc.hi - pc.lo, hd, acc);
       } else {
         const int vs = static_cast<int>(run.kv.row_bytes / sizeof(T));
