@@ -921,8 +921,9 @@ SS_ALWAYS_INLINE void fold_step(Lanes* m) {
 // the AVX-512 clone: one 16-lane partial per key, folded across lanes. Per
 // query, HD / 16 multiply-adds a key and the fold, against the
 // dimension-major path's 16 x HD transpose per chunk, which costs as much
-// as the multiply-adds of 8 queries (Qwen3's 2 query heads per KV head:
-// 1.9x less time in BM_AttentionRuns Q8_0 hd 128 g 2). The same bits for a
+// as the multiply-adds of 8 queries (BM_AttentionRuns Q8_0: hd 128 g 2,
+// Qwen3's 2 query heads per KV head, 404 -> 280 us; hd 64 g 8, 298 -> 235
+// us). The same bits for a
 // query alone or in a tile (AttnRows: one query per row).
 template <int HD>
 SS_ALWAYS_INLINE Lanes rows_chunk_scores(const float* q, const float* __restrict__ rows, int lo, int hi, float scale) {
