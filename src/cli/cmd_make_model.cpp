@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "format/gguf_writer.h"
+#include "util/thread_count.h"
 #include "util/thread_pool.h"
 
 namespace ss::cli {
@@ -202,10 +203,10 @@ int MakeModelCommand::run() {
   const uint64_t seed = seed_;
   // Uniform weights with variance 1/cols keep activations O(1) through the
   // layers, so no NaN or denormal slows a measurement down.
-  // Rows are generated and quantized on all cores (ggml's K-quant scale
-  // search is slow); each row's values depend only on its index, so the
-  // file is the same for any number of threads.
-  auto pool = std::make_shared<ThreadPool>(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  // Rows are generated and quantized on every CPU this process may use
+  // (ggml's K-quant scale search is slow); each row's values depend only on
+  // its index, so the file is the same for any number of threads.
+  auto pool = std::make_shared<ThreadPool>(default_thread_count(CpuUse::LogicalCpus).threads);
   auto matrix = [&](const std::string& name, std::vector<int64_t> ne, GgmlType type, float gain = 1.0f) {
     const int64_t cols = ne[0];
     int64_t rows = 1;

@@ -9,6 +9,7 @@
 #include "ops/interleave.h"
 #include "ops/matmul_int8.h"
 #include "util/mapped_file.h"
+#include "util/thread_count.h"
 
 namespace ss {
 
@@ -74,7 +75,7 @@ std::shared_ptr<const Model> with_kernel_layouts(std::shared_ptr<const Model> mo
       release_resident_pages(original, bytes(*w));
     }
   };
-  const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  const unsigned cores = static_cast<unsigned>(std::min(8, default_thread_count(CpuUse::LogicalCpus).threads));
   std::vector<std::thread> helpers;
   for (unsigned t = 1; t < std::min<size_t>(cores, order.size()); ++t) helpers.emplace_back(work);
   work();

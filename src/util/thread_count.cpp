@@ -93,7 +93,7 @@ std::vector<CgroupCpuFile> cgroup_cpu_files(std::string_view text, const std::st
   return files;
 }
 
-ThreadCountChoice default_thread_count() {
+ThreadCountChoice default_thread_count(CpuUse use) {
   std::string ignored;
   if (const char* e = std::getenv("SINKSTREAM_THREADS"); e && *e) {
     if (auto v = parse_positive(e, kMaxThreads)) return {*v, "$SINKSTREAM_THREADS"};
@@ -113,7 +113,7 @@ ThreadCountChoice default_thread_count() {
       if (!package || !core) topology = false;
       cpus.push_back({package.value_or(0), core.value_or(i)});
     }
-    if (topology) physical = physical_cores(cpus);
+    if (topology && use == CpuUse::PhysicalCores) physical = physical_cores(cpus);
   }
   if (logical == 0) logical = static_cast<int>(std::thread::hardware_concurrency());
   int n = physical > 0 ? physical : logical;

@@ -43,9 +43,16 @@ struct ThreadCountChoice {
   std::string why;  // e.g. "2 physical cores" or "$SINKSTREAM_THREADS"
 };
 
+// What the threads will do: decode and prefill (memory-bound, or sharing a
+// core's vector units) run one per physical core; one-off compute over
+// independent rows (quantizing, generating a model, repacking weights at
+// load) gains from an SMT sibling too, so one per logical CPU.
+enum class CpuUse { PhysicalCores, LogicalCpus };
+
 // $SINKSTREAM_THREADS (1-256) when set and valid; else the physical cores
-// in this process's CPU affinity set, no more than the smallest of its
-// cgroups' CPU limits, at most 256; 1 where nothing can be read.
-ThreadCountChoice default_thread_count();
+// (or logical CPUs) in this process's CPU affinity set, no more than the
+// smallest of its cgroups' CPU limits, at most 256; 1 where nothing can be
+// read.
+ThreadCountChoice default_thread_count(CpuUse use = CpuUse::PhysicalCores);
 
 }  // namespace ss

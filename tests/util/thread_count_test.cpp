@@ -71,6 +71,14 @@ TEST(ThreadCount, OverrideFromTheEnvironmentAndASaneDefaultWithout) {
   EXPECT_GE(c.threads, 1);
   EXPECT_LE(c.threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   EXPECT_EQ(c.why.find("ignored"), std::string::npos) << c.why;
+  // Compute-bound one-off work (quantize, make-model) counts SMT siblings
+  // too: never fewer threads than decode's default, within the same limits.
+  const ThreadCountChoice logical = default_thread_count(CpuUse::LogicalCpus);
+  EXPECT_GE(logical.threads, c.threads) << logical.why << " / " << c.why;
+  EXPECT_LE(logical.threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  setenv("SINKSTREAM_THREADS", "3", 1);
+  EXPECT_EQ(default_thread_count(CpuUse::LogicalCpus).threads, 3);
+  unsetenv("SINKSTREAM_THREADS");
   if (saved) setenv("SINKSTREAM_THREADS", keep.c_str(), 1);
 }
 
