@@ -739,11 +739,13 @@ SS_ALWAYS_INLINE Eight shape_scores8(Eight sc, int lo, int hi, int h, int r0, fl
 // Q8_0 / Q4_0 caches keep K token-major in ggml blocks of 32, like V: each
 // chunk's keys are decoded into floats and laid out dimension-major, each
 // chunk's values into float rows, and span_update runs the float kernels on
-// those (E = QuantElems<QT>).
-template <GgmlType QT>
+// those (E = QuantElems<QT>). kAvx2: read by the AVX2 clone (whole blocks
+// decoded by decode_block_avx2).
+template <GgmlType QT, bool kAvx2Clone = false>
 struct QuantElems {
   using T = uint8_t;
   static constexpr GgmlType kType = QT;
+  static constexpr bool kAvx2 = kAvx2Clone;
   static constexpr int kBytes = QT == GgmlType::Q8_0 ? 2 + kQ8_0Block : kQ4_0Bytes;  // per block of 32
 };
 template <class E>
@@ -831,10 +833,39 @@ SS_ALWAYS_INLINE void decode_block_avx512(const uint8_t* blk, float* __restrict_
     std::memcpy(out + 16 * i, &v, sizeof v);
   }
 }
+// The same in the AVX2 clone, 8 elements a conversion (vpmovsxbd /
+// vpmovzxbd ymm from 8 bytes).
+template <GgmlType QT>
+SS_ALWAYS_INLINE void decode_block_avx2(const uint8_t* blk, float* __restrict__ out) {
+  typedef uint16_t H4 __attribute__((vector_size(8), aligned(1)));
+  typedef uint8_t B8 __attribute__((vector_size(8), aligned(1)));
+  typedef int32_t I8x32 __attribute__((vector_size(32)));
+  typedef float F4 __attribute__((vector_size(16)));
+  F4 d4;
+  asm("vcvtph2ps %1, %0" : "=x"(d4) : "m"(*reinterpret_cast<const H4*>(blk)));
+  const float d = d4[0];
+  I8x32 w[4];
+  if constexpr (QT == GgmlType::Q8_0) {
+    for (int i = 0; i < 4; ++i)
+      asm("vpmovsxbd %1, %0" : "=x"(w[i]) : "m"(*reinterpret_cast<const B8*>(blk + 2 + 8 * i)));
+  } else {
+    for (int i = 0; i < 2; ++i) {
+      I8x32 b;  // bytes 8i..8i+7: elements 8i.. (low nibbles) and 16 + 8i.. (high)
+      asm("vpmovzxbd %1, %0" : "=x"(b) : "m"(*reinterpret_cast<const B8*>(blk + 2 + 8 * i)));
+      w[i] = (b & 15) - 8;
+      w[2 + i] = (b >> 4) - 8;
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    const Eight v = __builtin_convertvector(w[i], Eight) * d;
+    std::memcpy(out + 8 * i, &v, sizeof v);
+  }
+}
 #endif
 
-// W: the AVX-512 clone (decode_block_avx512 where the elements are whole blocks).
-template <GgmlType QT, bool W = false>
+// Whole blocks through decode_block_avx512 (kAsm 2: the AVX-512 clone) or
+// decode_block_avx2 (kAsm 1).
+template <GgmlType QT, int kAsm = 0>
 SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
   constexpr int kBytes = QuantElems<QT>::kBytes;
   if (e0 % 32 == 0 && n % 32 == 0) {
@@ -844,8 +875,11 @@ SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __r
                        *end = blk + static_cast<long>(n / 32) * kBytes;
          blk < end; blk += kBytes, out += 32) {
 #ifdef SS_F16C_ASM
-      if constexpr (W) {
+      if constexpr (kAsm == 2) {
         decode_block_avx512<QT>(blk, out);
+        continue;
+      } else if constexpr (kAsm == 1) {
+        decode_block_avx2<QT>(blk, out);
         continue;
       }
 #endif
@@ -905,6 +939,17 @@ SS_ALWAYS_INLINE void transpose_step(Lanes* m) {
     }
 }
 
+// decode_quant's kAsm for a span_update over element type E in the clone
+// W (AVX-512) or not: 0 for float types, the baseline clone, and compilers
+// without SS_F16C_ASM.
+template <class E, bool W>
+constexpr int decode_asm() {
+#ifdef SS_F16C_ASM
+  if constexpr (kQuantElems<E>) return W ? 2 : E::kAvx2 ? 1 : 0;
+#endif
+  return 0;
+}
+
 // Sums across lanes of 16 vectors at once: lane r of the result is the sum
 // of m[r]'s lanes. Each step W adds the W-wide halves of m[i] and m[i + W]
 // (45 shuffles and adds for the 16, against 16 separate reductions' 128).
@@ -918,13 +963,31 @@ SS_ALWAYS_INLINE void fold_step(Lanes* m) {
 
 // Scores of one query (q [HD]) over a chunk of quantized keys decoded
 // token-major into rows [kChunk][HD] (keys outside [lo, hi) zeroed), for
-// the AVX-512 clone: one 16-lane partial per key, folded across lanes. Per
-// query, HD / 16 multiply-adds a key and the fold, against the
-// dimension-major path's 16 x HD transpose per chunk, which costs as much
-// as the multiply-adds of 8 queries (BM_AttentionRuns Q8_0: hd 128 g 2,
-// Qwen3's 2 query heads per KV head, 404 -> 280 us; hd 64 g 8, 298 -> 235
-// us). The same bits for a
-// query alone or in a tile (AttnRows: one query per row).
+// the AVX-512 (W) and AVX2 clones: one partial vector per key, folded
+// across lanes. Per query, HD / 16 multiply-adds a key and the fold,
+// against the dimension-major path's 16 x HD transpose per chunk, which
+// costs as much as the multiply-adds of 8 queries (AVX-512,
+// BM_AttentionRuns Q8_0: hd 128 g 2, Qwen3's 2 query heads per KV head,
+// 404 -> 280 us; hd 64 g 8, 298 -> 235 us; the AVX2 clone transposed
+// element by element). The same bits for a query alone or in a tile
+// (AttnRows: one query per row).
+template <int W, size_t... J>
+SS_ALWAYS_INLINE Eight swap_lo8(Eight a, Eight b, std::index_sequence<J...>) {
+  return __builtin_shufflevector(a, b, ((J & W) ? 8 + J - W : J)...);
+}
+template <int W, size_t... J>
+SS_ALWAYS_INLINE Eight swap_hi8(Eight a, Eight b, std::index_sequence<J...>) {
+  return __builtin_shufflevector(a, b, ((J & W) ? 8 + J : J + W)...);
+}
+// fold_step over 8 vectors of 8 lanes (the AVX2 clone).
+template <int W>
+SS_ALWAYS_INLINE void fold_step8(Eight* m) {
+  for (int i = 0; i < W; ++i) {
+    const Eight a = m[i], b = m[i + W];
+    m[i] = swap_lo8<W>(a, b, std::make_index_sequence<8>{}) + swap_hi8<W>(a, b, std::make_index_sequence<8>{});
+  }
+}
+
 template <int HD>
 SS_ALWAYS_INLINE Lanes rows_chunk_scores(const float* q, const float* __restrict__ rows, int lo, int hi, float scale) {
   static_assert(HD % kChunk == 0);
@@ -956,6 +1019,28 @@ SS_ALWAYS_INLINE Lanes rows_chunk_scores(const float* q, const float* __restrict
   fold_step<1>(m);
   return m[0] * scale;
 }
+// rows_chunk_scores in the AVX2 clone (16 registers of 8 floats): each
+// half of the chunk's keys, 8 partials folded to one vector of 8 (out[0]:
+// keys 0-7, out[1]: 8-15); every key's row (the caller zeroes those outside
+// the run), q read from memory.
+template <int HD>
+SS_ALWAYS_INLINE void rows_chunk_scores8(const float* q, const float* __restrict__ rows, float scale, Eight* out) {
+  static_assert(HD % 8 == 0);
+  for (int k = 0; k < 2; ++k) {
+    Eight m[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) {
+      const float* row = rows + (8 * k + r) * HD;
+      Eight a = load8(q) * load8(row);
+      for (int i = 1; i < HD / 8; ++i) a += load8(q + 8 * i) * load8(row + 8 * i);
+      m[r] = a;
+    }
+    fold_step8<4>(m);
+    fold_step8<2>(m);
+    fold_step8<1>(m);
+    out[k] = m[0] * scale;
+  }
+}
 
 // Keys [lo, hi) of the chunk from key r0 of a quantized run into pad, [hd][kChunk]
 // dimension-major floats (the other lanes 0), through rows [kChunk][hd]. The
@@ -968,7 +1053,7 @@ SS_ALWAYS_INLINE void decode_k_chunk(const KvRun& run, int r0, int lo, int hi, i
   const int hd = HD > 0 ? HD : hd_runtime;
   const auto* k = static_cast<const uint8_t*>(run.kv.k);
   for (int r = lo; r < hi; ++r)
-    decode_quant<QT, W>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, hd, rows + r * hd);
+    decode_quant<QT, W ? 2 : 0>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, hd, rows + r * hd);
   if constexpr (W && HD > 0 && HD % kChunk == 0) {
     for (int r = 0; r < kChunk; ++r)
       if (r < lo || r >= hi) std::memset(rows + r * HD, 0, HD * sizeof(float));
@@ -1285,8 +1370,11 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
   // Heads wider than 16 (smaller heads share lines among KV heads: in cache
   // after the first).
   constexpr bool kPrefetch = HD == 0 || HD > 16;
-  // Quantized keys scored token-major (rows_chunk_scores).
-  constexpr bool kRowScores = kQuant && W && HD > 0 && HD % 32 == 0;
+  // Quantized caches: whole blocks decoded by the clone's instructions
+  // (decode_quant's kAsm), and keys scored token-major (rows_chunk_scores)
+  // in the AVX-512 and AVX2 clones.
+  constexpr int kDecodeAsm = decode_asm<E, W>();
+  constexpr bool kRowScores = kDecodeAsm > 0 && HD > 0 && HD % 32 == 0;
   constexpr int kKAhead = 2;  // runs (blocks) ahead: 1, 2 and 4 measured alike
   const bool stream = hd > 16 && scoring && scoring->stream_kv;
   int prefetched = 0;  // the last run whose K was asked for (run 0: the caller's first touch)
@@ -1335,8 +1423,8 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       if constexpr (kRowScores) {
         const auto* k = static_cast<const uint8_t*>(run.kv.k);
         for (int r = lo; r < hi; ++r)
-          decode_quant<E::kType, W>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, HD,
-                                    rows + r * HD);
+          decode_quant<E::kType, kDecodeAsm>(k + static_cast<size_t>(r0 + r) * run.kv.row_bytes, run.kv.elem0, HD,
+                                             rows + r * HD);
         if (hi - lo < kChunk) {
           std::memset(rows, 0, sizeof(float) * HD * lo);
           std::memset(rows + hi * HD, 0, sizeof(float) * HD * (kChunk - hi));
@@ -1367,7 +1455,9 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       } else {
         Eight block[4][2], sc[2];
         for (int h = 0; h < g; ++h) {
-          if (tile) {
+          if constexpr (kRowScores) {
+            rows_chunk_scores8<HD>(run.q + h * HD, rows, scale, sc);
+          } else if (tile) {
             if (padded)
               row_chunk_scores8<HD, F32Elems>(run.q, g, h, pad, kChunk, hd, scale, block, sc);
             else
@@ -1483,8 +1573,8 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
       if constexpr (kQuant) {
         const auto* v = static_cast<const uint8_t*>(run.kv.v);
         for (int r = pc.lo; r < pc.hi; ++r)
-          decode_quant<E::kType, W>(v + static_cast<size_t>(pc.r0 + r) * run.kv.row_bytes, run.kv.elem0, hd,
-                                    rows + (r - pc.lo) * hd);
+          decode_quant<E::kType, kDecodeAsm>(v + static_cast<size_t>(pc.r0 + r) * run.kv.row_bytes, run.kv.elem0, hd,
+                                             rows + (r - pc.lo) * hd);
         accumulate_chunk<HD, F32Elems, W>(p + c * kChunk + pc.lo, kAttnSpan, g, rows, hd, pc.hi - pc.lo, hd, acc);
       } else {
         const int vs = static_cast<int>(run.kv.row_bytes / sizeof(T));
@@ -1564,13 +1654,18 @@ constexpr CloneLevel kWide = CloneLevel::Avx512;
       return g == 1 ? runs_##TAG##_8g1 : g == 2 ? runs_##TAG##_8g2 : runs_##TAG##_8g4;            \
     return SS_BY_HEAD_SIZE(TAG);                                                                  \
   }
-#define SS_QUANT_FAMILY(TAG, QT)                                                                          \
-  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, QuantElems<QT>, 0, L == kWide>)                           \
-  SS_DEFINE_SIZED_RUNS(runs_##TAG##_8, runs_##TAG##_0, span_update<8, QuantElems<QT>, 0, L == kWide>)     \
-  SS_DEFINE_SIZED_RUNS(runs_##TAG##_16, runs_##TAG##_0, span_update<16, QuantElems<QT>, 0, L == kWide>)   \
-  SS_DEFINE_SIZED_RUNS(runs_##TAG##_32, runs_##TAG##_0, span_update<32, QuantElems<QT>, 0, L == kWide>)   \
-  SS_DEFINE_SIZED_RUNS(runs_##TAG##_64, runs_##TAG##_0, span_update<64, QuantElems<QT>, 0, L == kWide>)   \
-  SS_DEFINE_SIZED_RUNS(runs_##TAG##_128, runs_##TAG##_0, span_update<128, QuantElems<QT>, 0, L == kWide>) \
+#define SS_QUANT_FAMILY(TAG, QT)                                                                       \
+  SS_DEFINE_RUNS(runs_##TAG##_0, span_update<0, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>) \
+  SS_DEFINE_SIZED_RUNS(runs_##TAG##_8, runs_##TAG##_0,                                                 \
+                       span_update<8, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)           \
+  SS_DEFINE_SIZED_RUNS(runs_##TAG##_16, runs_##TAG##_0,                                                \
+                       span_update<16, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)          \
+  SS_DEFINE_SIZED_RUNS(runs_##TAG##_32, runs_##TAG##_0,                                                \
+                       span_update<32, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)          \
+  SS_DEFINE_SIZED_RUNS(runs_##TAG##_64, runs_##TAG##_0,                                                \
+                       span_update<64, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)          \
+  SS_DEFINE_SIZED_RUNS(runs_##TAG##_128, runs_##TAG##_0,                                               \
+                       span_update<128, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)         \
   RunsFn pick_##TAG(int hd, int) { return SS_BY_HEAD_SIZE(TAG); }
 SS_FLOAT_FAMILY(f32, F32Elems)
 SS_FLOAT_FAMILY(f16, F16Elems)
