@@ -799,31 +799,31 @@ SS_ALWAYS_INLINE void decode_piece(const uint8_t* qs, int j, float d, float* __r
   std::memcpy(out, &v, sizeof v);
 }
 
-// Elements [e0, e0 + n) of a row of Q8_0 / Q4_0 blocks into out, exactly as
-// dequantize_row computes them: block by block (one scale conversion each),
-// 16 at a time where 16 of them start a half block, 8 at a time where 8 start
-// a quarter (heads of 8), one by one elsewhere.
 #ifdef SS_F16C_ASM
-// One whole Q8_0 / Q4_0 block into out [32] in the AVX-512 clone: the scale
-// by vcvtph2ps and each 16 elements by vpmovsxbd / vpmovzxbd, through
-// inline assembly (as F16cElems: GCC turns the vector conversions of
-// decode_piece into a dozen shuffles each, and the scale's bit conversion
-// into fifteen scalar operations). The same values.
-template <GgmlType QT>
-SS_ALWAYS_INLINE void decode_block_avx512(const uint8_t* blk, float* __restrict__ out) {
+// Whole Q8_0 / Q4_0 blocks in the AVX-512 and AVX2 clones: the scale by
+// vcvtph2ps and the elements by vpmovsxbd / vpmovzxbd, through inline
+// assembly (as F16cElems: GCC turns the vector conversions of decode_piece
+// into a dozen shuffles each, and the scale's bit conversion into fifteen
+// scalar operations). The same values.
+SS_ALWAYS_INLINE float block_scale_f16c(const uint8_t* blk) {
   typedef uint16_t H4 __attribute__((vector_size(8), aligned(1)));  // the scale and the next 6 bytes
-  typedef uint8_t B16 __attribute__((vector_size(16), aligned(1)));
-  typedef int32_t I16x32 __attribute__((vector_size(64)));
   typedef float F4 __attribute__((vector_size(16)));
   F4 d4;
-  asm("vcvtph2ps %1, %0" : "=v"(d4) : "m"(*reinterpret_cast<const H4*>(blk)));
-  const float d = d4[0];
-  I16x32 w[2];
+  asm("vcvtph2ps %1, %0" : "=x"(d4) : "m"(*reinterpret_cast<const H4*>(blk)));
+  return d4[0];
+}
+// One block into out [32], 16 elements a conversion (the AVX-512 clone).
+template <GgmlType QT>
+SS_ALWAYS_INLINE void decode_block_avx512(const uint8_t* blk, float* __restrict__ out) {
+  typedef uint8_t B16 __attribute__((vector_size(16), aligned(1)));
+  typedef int32_t I32x16 __attribute__((vector_size(64)));
+  const float d = block_scale_f16c(blk);
+  I32x16 w[2];
   if constexpr (QT == GgmlType::Q8_0) {
     for (int i = 0; i < 2; ++i)
       asm("vpmovsxbd %1, %0" : "=v"(w[i]) : "m"(*reinterpret_cast<const B16*>(blk + 2 + 16 * i)));
   } else {
-    I16x32 b;  // byte j: element j (low nibble) and element j + 16 (high nibble)
+    I32x16 b;  // byte j: element j (low nibble) and element j + 16 (high nibble)
     asm("vpmovzxbd %1, %0" : "=v"(b) : "m"(*reinterpret_cast<const B16*>(blk + 2)));
     w[0] = (b & 15) - 8;
     w[1] = (b >> 4) - 8;
@@ -837,20 +837,16 @@ SS_ALWAYS_INLINE void decode_block_avx512(const uint8_t* blk, float* __restrict_
 // vpmovzxbd ymm from 8 bytes).
 template <GgmlType QT>
 SS_ALWAYS_INLINE void decode_block_avx2(const uint8_t* blk, float* __restrict__ out) {
-  typedef uint16_t H4 __attribute__((vector_size(8), aligned(1)));
   typedef uint8_t B8 __attribute__((vector_size(8), aligned(1)));
-  typedef int32_t I8x32 __attribute__((vector_size(32)));
-  typedef float F4 __attribute__((vector_size(16)));
-  F4 d4;
-  asm("vcvtph2ps %1, %0" : "=x"(d4) : "m"(*reinterpret_cast<const H4*>(blk)));
-  const float d = d4[0];
-  I8x32 w[4];
+  typedef int32_t I32x8 __attribute__((vector_size(32)));
+  const float d = block_scale_f16c(blk);
+  I32x8 w[4];
   if constexpr (QT == GgmlType::Q8_0) {
     for (int i = 0; i < 4; ++i)
       asm("vpmovsxbd %1, %0" : "=x"(w[i]) : "m"(*reinterpret_cast<const B8*>(blk + 2 + 8 * i)));
   } else {
     for (int i = 0; i < 2; ++i) {
-      I8x32 b;  // bytes 8i..8i+7: elements 8i.. (low nibbles) and 16 + 8i.. (high)
+      I32x8 b;  // bytes 8i..8i+7: elements 8i.. (low nibbles) and 16 + 8i.. (high)
       asm("vpmovzxbd %1, %0" : "=x"(b) : "m"(*reinterpret_cast<const B8*>(blk + 2 + 8 * i)));
       w[i] = (b & 15) - 8;
       w[2 + i] = (b >> 4) - 8;
@@ -863,14 +859,18 @@ SS_ALWAYS_INLINE void decode_block_avx2(const uint8_t* blk, float* __restrict__ 
 }
 #endif
 
-// Whole blocks through decode_block_avx512 (kAsm 2: the AVX-512 clone) or
-// decode_block_avx2 (kAsm 1).
+// Elements [e0, e0 + n) of a row of Q8_0 / Q4_0 blocks into out, exactly as
+// dequantize_row computes them: block by block (one scale conversion each),
+// 16 at a time where 16 of them start a half block, 8 at a time where 8 start
+// a quarter (heads of 8), one by one elsewhere. Whole blocks through
+// decode_block_avx512 (kAsm 2: the AVX-512 clone) or decode_block_avx2
+// (kAsm 1) where the elements are whole blocks.
 template <GgmlType QT, int kAsm = 0>
 SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
   constexpr int kBytes = QuantElems<QT>::kBytes;
   if (e0 % 32 == 0 && n % 32 == 0) {
     // Whole blocks (heads of 32, 64, 128 at a head's start): no partial
-    // block to trim, two pieces of 16 each.
+    // block to trim.
     for (const uint8_t *blk = row + static_cast<long>(e0 / 32) * kBytes,
                        *end = blk + static_cast<long>(n / 32) * kBytes;
          blk < end; blk += kBytes, out += 32) {
@@ -961,16 +961,6 @@ SS_ALWAYS_INLINE void fold_step(Lanes* m) {
   }
 }
 
-// Scores of one query (q [HD]) over a chunk of quantized keys decoded
-// token-major into rows [kChunk][HD] (keys outside [lo, hi) zeroed), for
-// the AVX-512 (W) and AVX2 clones: one partial vector per key, folded
-// across lanes. Per query, HD / 16 multiply-adds a key and the fold,
-// against the dimension-major path's 16 x HD transpose per chunk, which
-// costs as much as the multiply-adds of 8 queries (AVX-512,
-// BM_AttentionRuns Q8_0: hd 128 g 2, Qwen3's 2 query heads per KV head,
-// 404 -> 280 us; hd 64 g 8, 298 -> 235 us; the AVX2 clone transposed
-// element by element). The same bits for a query alone or in a tile
-// (AttnRows: one query per row).
 template <int W, size_t... J>
 SS_ALWAYS_INLINE Eight swap_lo8(Eight a, Eight b, std::index_sequence<J...>) {
   return __builtin_shufflevector(a, b, ((J & W) ? 8 + J - W : J)...);
@@ -988,6 +978,16 @@ SS_ALWAYS_INLINE void fold_step8(Eight* m) {
   }
 }
 
+// Scores of one query (q [HD]) over a chunk of quantized keys decoded
+// token-major into rows [kChunk][HD] (keys outside [lo, hi) zeroed), for
+// the AVX-512 (W) and AVX2 clones: one partial vector per key, folded
+// across lanes. Per query, HD / 16 multiply-adds a key and the fold,
+// against the dimension-major path's 16 x HD transpose per chunk, which
+// costs as much as the multiply-adds of 8 queries (AVX-512,
+// BM_AttentionRuns Q8_0: hd 128 g 2, Qwen3's 2 query heads per KV head,
+// 404 -> 280 us; hd 64 g 8, 298 -> 235 us; the AVX2 clone transposed
+// element by element). The same bits for a query alone or in a tile
+// (AttnRows: one query per row).
 template <int HD>
 SS_ALWAYS_INLINE Lanes rows_chunk_scores(const float* q, const float* __restrict__ rows, int lo, int hi, float scale) {
   static_assert(HD % kChunk == 0);
@@ -1324,7 +1324,7 @@ SS_ALWAYS_INLINE void prefetch_v_rows(const KvRun& run, int from, int to, int hd
 template <class E>
 SS_ALWAYS_INLINE void prefetch_quant_rows(const KvRun& run, const void* plane, int from, int to, int hd) {
   const auto* at = static_cast<const uint8_t*>(plane) + static_cast<size_t>(run.kv.elem0 / 32) * E::kBytes;
-  const size_t bytes = static_cast<size_t>((hd + 31) / 32) * E::kBytes;
+  const size_t bytes = static_cast<size_t>((run.kv.elem0 + hd - 1) / 32 - run.kv.elem0 / 32 + 1) * E::kBytes;
   for (int r = from; r < to; ++r) prefetch_lines(at + static_cast<size_t>(r) * run.kv.row_bytes, bytes);
 }
 
