@@ -334,7 +334,9 @@ BENCHMARK(BM_AttentionRuns)
     ->Args({8, 64, 2048, 8, 0})
     ->Args({2, 64, 2048, 8, 0})
     ->Args({1, 128, 2048, 2, 0})
-    ->Args({8, 128, 2048, 2, 0});
+    ->Args({8, 128, 2048, 2, 0})
+    ->Args({1, 256, 2048, 4, 0})
+    ->Args({8, 256, 2048, 4, 0});
 
 // The per-step cost of handing work to the pool's threads: one fork-join of
 // trivial parts (a decode step issues a few per layer), in microseconds

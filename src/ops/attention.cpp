@@ -1666,7 +1666,9 @@ constexpr CloneLevel kWide = CloneLevel::Avx512;
                        span_update<64, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)          \
   SS_DEFINE_SIZED_RUNS(runs_##TAG##_128, runs_##TAG##_0,                                               \
                        span_update<128, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)         \
-  RunsFn pick_##TAG(int hd, int) { return SS_BY_HEAD_SIZE(TAG); }
+  SS_DEFINE_SIZED_RUNS(runs_##TAG##_256, runs_##TAG##_0,                                               \
+                       span_update<256, QuantElems<QT, L == CloneLevel::Avx2>, 0, L == kWide>)         \
+  RunsFn pick_##TAG(int hd, int) { return hd == 256 ? runs_##TAG##_256 : SS_BY_HEAD_SIZE(TAG); }
 SS_FLOAT_FAMILY(f32, F32Elems)
 SS_FLOAT_FAMILY(f16, F16Elems)
 SS_FLOAT_FAMILY(bf16, BF16Elems)

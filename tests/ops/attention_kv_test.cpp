@@ -88,7 +88,7 @@ void check_TypedBlocksMatchDequantizedTwin() {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-2, 2);
   for (GgmlType type : kTypes)
-    for (int hd : {3, 8, 13, 16, 40, 64, 128})
+    for (int hd : {3, 8, 13, 16, 40, 64, 128, 256})
       for (int g : {1, 3, 4}) {
         const int heads = 3;
         const int kv_dim = (hd * heads + 31) / 32 * 32;  // quantized rows: whole blocks; heads straddle them
@@ -149,7 +149,7 @@ void check_RunListMatchesTwoPassTwin() {
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> u(-2, 2);
   for (GgmlType type : kTypes)
-    for (int hd : {8, 16, 13, 64, 5})
+    for (int hd : {8, 16, 13, 64, 5, 256})
       for (int g : {1, 2, 3, 4, 5, 8})
         for (int shaping = 0; shaping < 3; ++shaping)  // none, ALiBi, softcap + ALiBi
           for (bool v_dm : v_layouts(type, hd)) {
@@ -237,7 +237,7 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
   std::mt19937 rng(23);
   std::uniform_real_distribution<float> u(-2, 2);
   for (GgmlType type : kTypes)
-    for (int hd : {13, 16, 48, 64, 128})
+    for (int hd : {13, 16, 48, 64, 128, 256})
       for (int bt : {16, 24})
         for (int variant = 0; variant < 4; ++variant) {  // plain; sinks + softcap; sink logits, no sinks; GQA
           // Rows, and query heads per token (variant 3: two tokens of two
