@@ -920,14 +920,15 @@ SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __r
 
 // One step of a 16 x 16 transpose in 16 vectors: rows i and i + W (bit W of
 // i clear) swap their off-diagonal W-wide blocks; steps W = 8, 4, 2, 1
-// transpose the whole (64 two-vector shuffles).
-template <int W, size_t... J>
-SS_ALWAYS_INLINE Lanes swap_lo(Lanes a, Lanes b, std::index_sequence<J...>) {
-  return __builtin_shufflevector(a, b, ((J & W) ? 16 + J - W : J)...);
+// transpose the whole (64 two-vector shuffles). V: Lanes or Eight (J: its
+// lanes).
+template <int W, class V, size_t... J>
+SS_ALWAYS_INLINE V swap_lo(V a, V b, std::index_sequence<J...>) {
+  return __builtin_shufflevector(a, b, ((J & W) ? sizeof...(J) + J - W : J)...);
 }
-template <int W, size_t... J>
-SS_ALWAYS_INLINE Lanes swap_hi(Lanes a, Lanes b, std::index_sequence<J...>) {
-  return __builtin_shufflevector(a, b, ((J & W) ? 16 + J : J + W)...);
+template <int W, class V, size_t... J>
+SS_ALWAYS_INLINE V swap_hi(V a, V b, std::index_sequence<J...>) {
+  return __builtin_shufflevector(a, b, ((J & W) ? sizeof...(J) + J : J + W)...);
 }
 template <int W>
 SS_ALWAYS_INLINE void transpose_step(Lanes* m) {
@@ -950,31 +951,16 @@ constexpr int decode_asm() {
   return 0;
 }
 
-// Sums across lanes of 16 vectors at once: lane r of the result is the sum
-// of m[r]'s lanes. Each step W adds the W-wide halves of m[i] and m[i + W]
-// (45 shuffles and adds for the 16, against 16 separate reductions' 128).
-template <int W>
-SS_ALWAYS_INLINE void fold_step(Lanes* m) {
+// Sums across lanes of N vectors of N lanes at once (V: Lanes, N 16, or
+// Eight, N 8): lane r of the result m[0] is the sum of m[r]'s lanes. Each
+// step W adds the W-wide halves of m[i] and m[i + W] (for 16: 45 shuffles
+// and adds, against 16 separate reductions' 128).
+template <int W, class V>
+SS_ALWAYS_INLINE void fold_step(V* m) {
+  constexpr size_t N = sizeof(V) / sizeof(float);
   for (int i = 0; i < W; ++i) {
-    const Lanes a = m[i], b = m[i + W];
-    m[i] = swap_lo<W>(a, b, std::make_index_sequence<kChunk>{}) + swap_hi<W>(a, b, std::make_index_sequence<kChunk>{});
-  }
-}
-
-template <int W, size_t... J>
-SS_ALWAYS_INLINE Eight swap_lo8(Eight a, Eight b, std::index_sequence<J...>) {
-  return __builtin_shufflevector(a, b, ((J & W) ? 8 + J - W : J)...);
-}
-template <int W, size_t... J>
-SS_ALWAYS_INLINE Eight swap_hi8(Eight a, Eight b, std::index_sequence<J...>) {
-  return __builtin_shufflevector(a, b, ((J & W) ? 8 + J : J + W)...);
-}
-// fold_step over 8 vectors of 8 lanes (the AVX2 clone).
-template <int W>
-SS_ALWAYS_INLINE void fold_step8(Eight* m) {
-  for (int i = 0; i < W; ++i) {
-    const Eight a = m[i], b = m[i + W];
-    m[i] = swap_lo8<W>(a, b, std::make_index_sequence<8>{}) + swap_hi8<W>(a, b, std::make_index_sequence<8>{});
+    const V a = m[i], b = m[i + W];
+    m[i] = swap_lo<W>(a, b, std::make_index_sequence<N>{}) + swap_hi<W>(a, b, std::make_index_sequence<N>{});
   }
 }
 
@@ -1035,9 +1021,9 @@ SS_ALWAYS_INLINE void rows_chunk_scores8(const float* q, const float* __restrict
       for (int i = 1; i < HD / 8; ++i) a += load8(q + 8 * i) * load8(row + 8 * i);
       m[r] = a;
     }
-    fold_step8<4>(m);
-    fold_step8<2>(m);
-    fold_step8<1>(m);
+    fold_step<4>(m);
+    fold_step<2>(m);
+    fold_step<1>(m);
     out[k] = m[0] * scale;
   }
 }
