@@ -16,6 +16,10 @@ namespace ss::cli {
 
 namespace {
 
+constexpr const char* kThreadsHelp =
+    "worker threads (default: one per logical CPU this process may use, within its cgroup CPU limit; "
+    "$SINKSTREAM_THREADS overrides)";
+
 int default_threads(int asked) { return asked > 0 ? asked : default_thread_count(CpuUse::LogicalCpus).threads; }
 
 int run_export(const std::string& in, const std::string& out, const QuantTarget& target, int threads,
@@ -55,10 +59,7 @@ QuantizeCommand::QuantizeCommand(CLI::App& app) {
   sub_.add("input", in_, "model: .gguf or HF directory").required();
   sub_.add("output", out_, "output .gguf").required();
   sub_.add("type", type_, quant_target_names()).required();
-  sub_.add("-t,--threads", threads_,
-           "worker threads (default: one per logical CPU this process may use, within its cgroup CPU limit; "
-           "$SINKSTREAM_THREADS overrides)")
-      .range(1, 256);
+  sub_.add("-t,--threads", threads_, kThreadsHelp).range(1, 256);
   sub_.flag("--pure", pure_, "every quantized tensor the same type: no K-quant mixes, no Q6_K output");
   sub_.flag("--allow-requantize", allow_requantize_,
             "accept already-quantized tensors (decoded, then quantized again: precision is lost twice)");
@@ -89,10 +90,7 @@ ConvertCommand::ConvertCommand(CLI::App& app) {
       .show_default();
   sub_.add("--chat-template", chat_template_,
            "file with a Jinja chat template to embed (default: tokenizer_config.json's, if any)");
-  sub_.add("-t,--threads", threads_,
-           "worker threads (default: one per logical CPU this process may use, within its cgroup CPU limit; "
-           "$SINKSTREAM_THREADS overrides)")
-      .range(1, 256);
+  sub_.add("-t,--threads", threads_, kThreadsHelp).range(1, 256);
 }
 
 int ConvertCommand::run() {

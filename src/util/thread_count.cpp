@@ -108,12 +108,13 @@ ThreadCountChoice default_thread_count(CpuUse use) {
     for (int i = 0; i < CPU_SETSIZE; ++i) {
       if (!CPU_ISSET(i, &set)) continue;
       ++logical;
+      if (use != CpuUse::PhysicalCores) continue;  // the topology is not needed
       const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(i) + "/topology/";
       const auto package = read_int(dir + "physical_package_id"), core = read_int(dir + "core_id");
       if (!package || !core) topology = false;
       cpus.push_back({package.value_or(0), core.value_or(i)});
     }
-    if (topology && use == CpuUse::PhysicalCores) physical = physical_cores(cpus);
+    if (topology && !cpus.empty()) physical = physical_cores(cpus);
   }
   if (logical == 0) logical = static_cast<int>(std::thread::hardware_concurrency());
   int n = physical > 0 ? physical : logical;
