@@ -740,7 +740,7 @@ SS_ALWAYS_INLINE Eight shape_scores8(Eight sc, int lo, int hi, int h, int r0, fl
 // chunk's keys are decoded into floats and laid out dimension-major, each
 // chunk's values into float rows, and span_update runs the float kernels on
 // those (E = QuantElems<QT>). kAvx2: read by the AVX2 clone (whole blocks
-// decoded by decode_block_avx2).
+// decoded by decode_block_asm<8>).
 template <GgmlType QT, bool kAvx2Clone = false>
 struct QuantElems {
   using T = uint8_t;
@@ -812,49 +812,30 @@ SS_ALWAYS_INLINE float block_scale_f16c(const uint8_t* blk) {
   asm("vcvtph2ps %1, %0" : "=x"(d4) : "m"(*reinterpret_cast<const H4*>(blk)));
   return d4[0];
 }
-// One block into out [32], 16 elements a conversion (the AVX-512 clone).
-template <GgmlType QT>
-SS_ALWAYS_INLINE void decode_block_avx512(const uint8_t* blk, float* __restrict__ out) {
-  typedef uint8_t B16 __attribute__((vector_size(16), aligned(1)));
-  typedef int32_t I32x16 __attribute__((vector_size(64)));
+// One block into out [32], N elements a conversion: N = 16 in the AVX-512
+// clone (zmm from 16 bytes), 8 in the AVX2 clone (ymm from 8 bytes).
+template <int N, GgmlType QT>
+SS_ALWAYS_INLINE void decode_block_asm(const uint8_t* blk, float* __restrict__ out) {
+  using F = typename PieceTypes<N>::F;
+  using I32 = typename PieceTypes<N>::I32;
+  using Bytes = typename PieceTypes<N>::U8;  // the memory operand: N bytes, read by the instruction
+  constexpr int kPieces = 32 / N;
   const float d = block_scale_f16c(blk);
-  I32x16 w[2];
+  I32 w[kPieces];
   if constexpr (QT == GgmlType::Q8_0) {
-    for (int i = 0; i < 2; ++i)
-      asm("vpmovsxbd %1, %0" : "=v"(w[i]) : "m"(*reinterpret_cast<const B16*>(blk + 2 + 16 * i)));
+    for (int i = 0; i < kPieces; ++i)
+      asm("vpmovsxbd %1, %0" : "=v"(w[i]) : "m"(*reinterpret_cast<const Bytes*>(blk + 2 + N * i)));
   } else {
-    I32x16 b;  // byte j: element j (low nibble) and element j + 16 (high nibble)
-    asm("vpmovzxbd %1, %0" : "=v"(b) : "m"(*reinterpret_cast<const B16*>(blk + 2)));
-    w[0] = (b & 15) - 8;
-    w[1] = (b >> 4) - 8;
-  }
-  for (int i = 0; i < 2; ++i) {
-    const Lanes v = __builtin_convertvector(w[i], Lanes) * d;
-    std::memcpy(out + 16 * i, &v, sizeof v);
-  }
-}
-// The same in the AVX2 clone, 8 elements a conversion (vpmovsxbd /
-// vpmovzxbd ymm from 8 bytes).
-template <GgmlType QT>
-SS_ALWAYS_INLINE void decode_block_avx2(const uint8_t* blk, float* __restrict__ out) {
-  typedef uint8_t B8 __attribute__((vector_size(8), aligned(1)));
-  typedef int32_t I32x8 __attribute__((vector_size(32)));
-  const float d = block_scale_f16c(blk);
-  I32x8 w[4];
-  if constexpr (QT == GgmlType::Q8_0) {
-    for (int i = 0; i < 4; ++i)
-      asm("vpmovsxbd %1, %0" : "=x"(w[i]) : "m"(*reinterpret_cast<const B8*>(blk + 2 + 8 * i)));
-  } else {
-    for (int i = 0; i < 2; ++i) {
-      I32x8 b;  // bytes 8i..8i+7: elements 8i.. (low nibbles) and 16 + 8i.. (high)
-      asm("vpmovzxbd %1, %0" : "=x"(b) : "m"(*reinterpret_cast<const B8*>(blk + 2 + 8 * i)));
+    for (int i = 0; i < kPieces / 2; ++i) {
+      I32 b;  // byte j: element j (low nibble) and element j + 16 (high nibble)
+      asm("vpmovzxbd %1, %0" : "=v"(b) : "m"(*reinterpret_cast<const Bytes*>(blk + 2 + N * i)));
       w[i] = (b & 15) - 8;
-      w[2 + i] = (b >> 4) - 8;
+      w[kPieces / 2 + i] = (b >> 4) - 8;
     }
   }
-  for (int i = 0; i < 4; ++i) {
-    const Eight v = __builtin_convertvector(w[i], Eight) * d;
-    std::memcpy(out + 8 * i, &v, sizeof v);
+  for (int i = 0; i < kPieces; ++i) {
+    const F v = __builtin_convertvector(w[i], F) * d;
+    std::memcpy(out + N * i, &v, sizeof v);
   }
 }
 #endif
@@ -863,8 +844,8 @@ SS_ALWAYS_INLINE void decode_block_avx2(const uint8_t* blk, float* __restrict__ 
 // dequantize_row computes them: block by block (one scale conversion each),
 // 16 at a time where 16 of them start a half block, 8 at a time where 8 start
 // a quarter (heads of 8), one by one elsewhere. Whole blocks through
-// decode_block_avx512 (kAsm 2: the AVX-512 clone) or decode_block_avx2
-// (kAsm 1) where the elements are whole blocks.
+// decode_block_asm (kAsm 2: the AVX-512 clone, 16 elements a conversion;
+// kAsm 1: the AVX2 clone, 8) where the elements are whole blocks.
 template <GgmlType QT, int kAsm = 0>
 SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __restrict__ out) {
   constexpr int kBytes = QuantElems<QT>::kBytes;
@@ -875,11 +856,8 @@ SS_ALWAYS_INLINE void decode_quant(const uint8_t* row, int e0, int n, float* __r
                        *end = blk + static_cast<long>(n / 32) * kBytes;
          blk < end; blk += kBytes, out += 32) {
 #ifdef SS_F16C_ASM
-      if constexpr (kAsm == 2) {
-        decode_block_avx512<QT>(blk, out);
-        continue;
-      } else if constexpr (kAsm == 1) {
-        decode_block_avx2<QT>(blk, out);
+      if constexpr (kAsm > 0) {
+        decode_block_asm<kAsm == 2 ? 16 : 8, QT>(blk, out);
         continue;
       }
 #endif
@@ -1305,11 +1283,20 @@ SS_ALWAYS_INLINE void prefetch_v_rows(const KvRun& run, int from, int to, int hd
   const auto* v = static_cast<const uint8_t*>(run.kv.v) + static_cast<size_t>(run.kv.elem0) * sizeof(T);
   for (int r = from; r < to; ++r) prefetch_lines(v + static_cast<size_t>(r) * run.kv.row_bytes, hd * sizeof(T));
 }
+// Bytes from a token's row start to the run's head: its first element, or
+// the block that holds it (quantized caches).
+template <class E>
+SS_ALWAYS_INLINE size_t head_offset(const KvRun& run) {
+  if constexpr (kQuantElems<E>)
+    return static_cast<size_t>(run.kv.elem0 / 32) * E::kBytes;
+  else
+    return static_cast<size_t>(run.kv.elem0) * sizeof(typename E::T);
+}
 // Quantized caches (ggml blocks of 32, token-major K and V): the head's
 // blocks of rows [from, to) of plane `plane` (run.kv.k or run.kv.v).
 template <class E>
 SS_ALWAYS_INLINE void prefetch_quant_rows(const KvRun& run, const void* plane, int from, int to, int hd) {
-  const auto* at = static_cast<const uint8_t*>(plane) + static_cast<size_t>(run.kv.elem0 / 32) * E::kBytes;
+  const auto* at = static_cast<const uint8_t*>(plane) + head_offset<E>(run);
   const size_t bytes = static_cast<size_t>((run.kv.elem0 + hd - 1) / 32 - run.kv.elem0 / 32 + 1) * E::kBytes;
   for (int r = from; r < to; ++r) prefetch_lines(at + static_cast<size_t>(r) * run.kv.row_bytes, bytes);
 }
@@ -1345,13 +1332,6 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
   float* __restrict__ p = scratch;                    // [g][kAttnSpan]
   float* __restrict__ pad = scratch + g * kAttnSpan;  // [hd][kChunk]
   float* __restrict__ rows = pad + hd * kChunk;       // [kChunk][hd] (quantized types)
-  // Bytes from a token's row start to the head's first element.
-  auto head_bytes = [](const KvRun& run) -> size_t {
-    if constexpr (kQuant)
-      return static_cast<size_t>(run.kv.elem0 / 32) * E::kBytes;
-    else
-      return static_cast<size_t>(run.kv.elem0) * sizeof(T);
-  };
   SpanPiece pieces[kAttnSpan / kChunk];
   // Heads wider than 16 (smaller heads share lines among KV heads: in cache
   // after the first).
@@ -1550,7 +1530,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
         // hd 8 the prefetch loop took 14% of the kernel's time).
         const SpanPiece& pn = pieces[c + 1];
         const KvRun& nrun = runs[pn.run];
-        const auto* nv = static_cast<const uint8_t*>(nrun.kv.v) + head_bytes(nrun);
+        const auto* nv = static_cast<const uint8_t*>(nrun.kv.v) + head_offset<E>(nrun);
         for (int r = pn.r0 + pn.lo; r < pn.r0 + pn.hi; ++r)
           __builtin_prefetch(nv + static_cast<size_t>(r) * nrun.kv.row_bytes);
       }
