@@ -3,7 +3,8 @@
 #  1. Release build: the whole suite (unit, golden, CLI, server, fault, e2e,
 #     fuzz-regression replays), once at the CPU's native level and again
 #     under each lower dispatch level (SINKSTREAM_CPU=avx512 where the CPU
-#     has AMX, then avx2; less the few tests no level changes), so every
+#     has AMX, then avx2; less the few tests no level changes; and the int8
+#     model tests under avxvnni where the CPU has AVX-VNNI), so every
 #     kernel family this machine can run is exercised end to end, whichever
 #     CPU CI lands on.
 #  2. clang Debug (asserts on, -O1 so the numeric tests run in minutes) +
@@ -57,6 +58,16 @@ for level in "${levels[@]}"; do
   SINKSTREAM_CPU=$level ./build/release/sinkstream system-info | grep -E '^(cap|float|vector|int8|fast)'
   SINKSTREAM_CPU=$level ctest --preset release -j"$jobs" -E "$same_at_every_level"
 done
+# AVX2 + AVX-VNNI (Alder Lake and later; Zen 5 and Sapphire Rapids have it
+# too) changes only the int8 tiles from the avx2 level: the tests whose
+# forward passes and matmuls run them (10 s on the 2-core VM). The ops tests
+# above already walk that level in-process.
+if [[ "$usable" == *AVX_VNNI* ]]; then
+  phase "int8 model tests under SINKSTREAM_CPU=avxvnni"
+  SINKSTREAM_CPU=avxvnni ./build/release/sinkstream system-info | grep -E '^(cap|int8)'
+  SINKSTREAM_CPU=avxvnni ctest --preset release -j"$jobs" \
+    -R '^(All/ArchGolden|Greedy|GoldenNll|Batch|ChunkedPrefill|Int8Matmul|Interleave|Quant|Matmul|ReferenceForward)\.'
+fi
 if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
   phase "ASan build"
   cmake --preset asan >/dev/null

@@ -20,7 +20,7 @@ KernelReport kernel_report() {
   // Asked of the int8 and bf16 dispatchers themselves, so the report cannot
   // name a kernel that does not run.
   const std::string int8 = int8_kernels();
-  r.int8_decode = int8 == "none" ? "float" : int8 == "avx2" ? "avx2" : "avx512-vnni";
+  r.int8_decode = int8 == "none" ? "float" : int8 == "avx2" || int8 == "avx-vnni" ? int8 : "avx512-vnni";
   r.int8_batches = int8.starts_with("amx") ? "amx-int8" : r.int8_decode;
   r.bf16_batches = bf16_tiles_usable() ? "amx-bf16" : r.int8_batches;
   return r;

@@ -111,7 +111,9 @@ MatmulKernel matmul_kernel(const TensorView& w, int n, ActQuant aq) {
   if (bf16_batch(n, aq) && bf16_matmul_supported(w)) return MatmulKernel::Bf16Amx;
   if (!int8_matmul_supported(w)) return MatmulKernel::Float;
   if (int8_uses_amx(w, n)) return MatmulKernel::Int8Amx;
-  return std::strcmp(int8_kernels(), "avx2") == 0 ? MatmulKernel::Int8Avx2 : MatmulKernel::Int8Vnni;
+  const char* k = int8_kernels();
+  if (std::strcmp(k, "avx2") == 0) return MatmulKernel::Int8Avx2;
+  return std::strcmp(k, "avx-vnni") == 0 ? MatmulKernel::Int8AvxVnni : MatmulKernel::Int8Vnni;
 }
 
 const char* matmul_kernel_name(MatmulKernel k) {
@@ -120,6 +122,8 @@ const char* matmul_kernel_name(MatmulKernel k) {
       return "int8-avx512-vnni";
     case MatmulKernel::Int8Avx2:
       return "int8-avx2";
+    case MatmulKernel::Int8AvxVnni:
+      return "int8-avx-vnni";
     case MatmulKernel::Int8Amx:
       return "int8-amx";
     case MatmulKernel::Bf16Amx:

@@ -37,10 +37,12 @@ enum class ActQuant { None, Int8, Fast };
 //    within float rounding of matmul_int8_reference; the same bits for any
 //    thread count and for one matrix alone or in matmul_shared_input; NOT
 //    the same bits for interleaved Q4_0/Q8_0 as for their plain rows.
+//  - Int8AvxVnni (AVX2 + AVX-VNNI, no AVX-512 VNNI): the Int8Avx2 tiles
+//    with vpdpbusd on ymm; the same bits as Int8Avx2.
 //  - Bf16Amx (AMX-BF16 tiles; Fast, Q4_0/Q8_0 batches of 4+ rows): within
 //    bf16 rounding of matmul_bf16_reference; the same bits for interleaved
 //    and plain rows and for any thread count.
-enum class MatmulKernel { Float, Int8Vnni, Int8Avx2, Int8Amx, Bf16Amx };
+enum class MatmulKernel { Float, Int8Vnni, Int8Avx2, Int8AvxVnni, Int8Amx, Bf16Amx };
 MatmulKernel matmul_kernel(const TensorView& w, int n, ActQuant aq);
 const char* matmul_kernel_name(MatmulKernel k);
 

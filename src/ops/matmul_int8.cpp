@@ -1236,9 +1236,11 @@ bool int8_matmul_supported(const TensorView& w) {
 
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   SS_CHECK(int8_matmul_supported(w) && xq.cols == w.ne0);
-  // Without VNNI: AVX2 (Q4_0 and Q8_0 interleaved or plain, the K-quants
-  // interleaved).
-  if (!cpu_has_vnni()) return matmul_int8_avx2_rows(w, xq, y, r0, r1);
+  // Without AVX-512 VNNI: AVX2 (Q4_0 and Q8_0 interleaved or plain, the
+  // K-quants interleaved), with AVX-VNNI's vpdpbusd where the CPU has it.
+  if (!cpu_has_vnni())
+    return cpu_usable(kCpuAvxVnni) ? matmul_int8_avxvnni_rows(w, xq, y, r0, r1)
+                                   : matmul_int8_avx2_rows(w, xq, y, r0, r1);
   // Q6_K's scales are per 16 weights, finer than an AMX product's block of
   // 32: batches take the VNNI kernel too (q is filled for both layouts).
   // Interleaved Q6_K is read interleaved for batches too, even where AMX
@@ -1257,7 +1259,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
 bool int8_uses_amx(const TensorView& w, int n) { return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K; }
 
 const char* int8_kernels() {
-  if (!cpu_has_vnni()) return cpu_usable(kCpuAvx2) ? "avx2" : "none";
+  if (!cpu_has_vnni()) return cpu_usable(kCpuAvxVnni) ? "avx-vnni" : cpu_usable(kCpuAvx2) ? "avx2" : "none";
   return amx_enabled() ? "amx+avx512-vnni" : "avx512-vnni";
 }
 

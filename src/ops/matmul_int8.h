@@ -87,8 +87,8 @@ void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, fl
 void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y);
 
 // Which kernels this process uses now: "amx+avx512-vnni", "avx512-vnni",
-// "avx2" (Q4_0 and Q8_0 only) or "none" (the CPU, or the cap of
-// util/cpu_features.h, lacks AVX2).
+// "avx-vnni" or "avx2" (the AVX2 tiles, with or without AVX-VNNI) or "none"
+// (the CPU, or the cap of util/cpu_features.h, lacks AVX2).
 const char* int8_kernels();
 
 }  // namespace ss

@@ -48,6 +48,7 @@ uint32_t detect() {
   const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
   const bool ymm = (xcr0 & 0x6) == 0x6, zmm = ymm && (xcr0 & 0xE0) == 0xE0;
   if (ymm && bit(l1.c, 28) && bit(l1.c, 12) && bit(l1.c, 29) && bit(l7.b, 5)) f |= kCpuAvx2;
+  if ((f & kCpuAvx2) && bit(l7s1.a, 4)) f |= kCpuAvxVnni;
   const bool avx512 = zmm && (f & kCpuAvx2) && bit(l7.b, 16) && bit(l7.b, 17) && bit(l7.b, 30) && bit(l7.b, 31);
   if (avx512) {
     f |= kCpuAvx512;
@@ -72,8 +73,10 @@ uint32_t allowed(CpuLevel level) {
       return kCpuSse4;
     case CpuLevel::Avx2:
       return kCpuSse4 | kCpuAvx2;
+    case CpuLevel::AvxVnni:
+      return kCpuSse4 | kCpuAvx2 | kCpuAvxVnni;
     case CpuLevel::Avx512:
-      return kCpuSse4 | kCpuAvx2 | kCpuAvx512 | kCpuAvx512Vnni | kCpuAvx512Bf16;
+      return kCpuSse4 | kCpuAvx2 | kCpuAvxVnni | kCpuAvx512 | kCpuAvx512Vnni | kCpuAvx512Bf16;
     case CpuLevel::Native:
       break;
   }
@@ -116,6 +119,8 @@ const char* cpu_level_name(CpuLevel level) {
       return "sse4";
     case CpuLevel::Avx2:
       return "avx2";
+    case CpuLevel::AvxVnni:
+      return "avxvnni";
     case CpuLevel::Avx512:
       return "avx512";
     case CpuLevel::Native:
@@ -125,9 +130,9 @@ const char* cpu_level_name(CpuLevel level) {
 }
 
 Result<CpuLevel> parse_cpu_level(std::string_view name) {
-  for (CpuLevel l : {CpuLevel::Sse4, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Native})
+  for (CpuLevel l : {CpuLevel::Sse4, CpuLevel::Avx2, CpuLevel::AvxVnni, CpuLevel::Avx512, CpuLevel::Native})
     if (name == cpu_level_name(l)) return l;
-  return make_error("unknown CPU level '" + std::string(name) + "' (expected native, avx512, avx2 or sse4)");
+  return make_error("unknown CPU level '" + std::string(name) + "' (expected native, avx512, avxvnni, avx2 or sse4)");
 }
 
 uint32_t cpu_detected() {
@@ -176,6 +181,7 @@ std::vector<CpuLevel> cpu_levels_to_test() {
 std::string cpu_feature_names(uint32_t bits) {
   static const std::pair<CpuFeature, const char*> kNames[] = {{kCpuSse4, "SSE4"},
                                                               {kCpuAvx2, "AVX2"},
+                                                              {kCpuAvxVnni, "AVX_VNNI"},
                                                               {kCpuAvx512, "AVX512"},
                                                               {kCpuAvx512Vnni, "AVX512_VNNI"},
                                                               {kCpuAvx512Bf16, "AVX512_BF16"},

@@ -28,15 +28,18 @@ enum CpuFeature : uint32_t {
   kCpuAvx512Bf16 = 1u << 4,  // AVX512_BF16 (bf16 dot products)
   kCpuAmxInt8 = 1u << 5,     // AMX-TILE + AMX-INT8, tiles permitted
   kCpuAmxBf16 = 1u << 6,     // AMX-TILE + AMX-BF16, tiles permitted
+  kCpuAvxVnni = 1u << 7,     // AVX-VNNI: vpdpbusd on ymm, VEX-encoded (AVX2 CPUs from Alder Lake on)
 };
 
 // Caps, weakest first. Each allows the features of the one before plus its
-// own: Sse4 (x86-64 baseline + SSE4), Avx2 (+ AVX2/FMA/F16C), Avx512 (+ all
-// AVX-512 extensions, no AMX: a Zen 4/5 or Ice Lake profile), Native
-// (everything detected, AMX included).
-enum class CpuLevel { Sse4, Avx2, Avx512, Native };
+// own: Sse4 (x86-64 baseline + SSE4), Avx2 (+ AVX2/FMA/F16C: Haswell to
+// Comet Lake, Zen 1-3), AvxVnni (+ AVX-VNNI: Alder Lake to Arrow Lake,
+// Sierra Forest), Avx512 (+ all AVX-512 extensions, no AMX: a Zen 4/5 or
+// Ice Lake profile), Native (everything detected, AMX included).
+enum class CpuLevel { Sse4, Avx2, AvxVnni, Avx512, Native };
 
-// Names as SINKSTREAM_CPU spells them: "sse4", "avx2", "avx512", "native".
+// Names as SINKSTREAM_CPU spells them: "sse4", "avx2", "avxvnni", "avx512",
+// "native".
 const char* cpu_level_name(CpuLevel level);
 Result<CpuLevel> parse_cpu_level(std::string_view name);
 
@@ -61,8 +64,9 @@ void set_cpu_cap(CpuLevel level);
 uint32_t cpu_cap_generation();
 
 // The cap in force and every weaker one that changes what is usable,
-// strongest first (on a Zen 5 at native: native, avx2, sse4; with AMX:
-// native, avx512, avx2, sse4): the dispatch levels tests walk through with
+// strongest first (on a Zen 5 at native: native, avxvnni, avx2, sse4; on
+// Sapphire Rapids: native, avx512, avxvnni, avx2, sse4; on Ice Lake, which
+// has no AVX-VNNI: native, avx2, sse4): the dispatch levels tests walk through with
 // ScopedCpuCap. Never above the cap, so SINKSTREAM_CPU bounds tests too.
 std::vector<CpuLevel> cpu_levels_to_test();
 

@@ -1,5 +1,5 @@
 // Int8-activation matmul: activation rounding within its bound, the SIMD
-// kernels (AVX-512 VNNI, AMX tiles, AVX2) against their scalar twin at odd sizes,
+// kernels (AVX-512 VNNI, AMX tiles, AVX2, AVX-VNNI) against their scalar twin at odd sizes,
 // and the whole path against the exact float path within the error the
 // activation rounding can cause.
 #include "ops/matmul_int8.h"
@@ -463,6 +463,48 @@ TEST(Int8Matmul, ExtremeInterleavedBlocksAreExactOnEveryKernel) {
       expect_kernels_match_twin(w, iw, x, n);
     }
   }
+}
+
+// AVX-VNNI runs the AVX2 tiles with vpdpbusd in place of vpmaddubsw +
+// vpmaddwd: both sum each block exactly and scale in the same order, so
+// matmul.h promises the same bits. Every type the tiles read, plain rows and
+// interleaved, decode and batch sizes, one and two threads.
+TEST(Int8Matmul, AvxVnniTilesAreTheSameBitsAsAvx2) {
+  if (!(cpu_detected() & kCpuAvxVnni) || cpu_cap() < CpuLevel::AvxVnni)
+    GTEST_SKIP() << "no AVX-VNNI on this CPU (or capped below it): " << cpu_feature_names(cpu_usable());
+  std::mt19937 rng(23);
+  std::uniform_real_distribution<float> u(-1, 1);
+  ThreadPool pool1(1), pool2(2);
+  int compared = 0;
+  for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+    std::vector<uint8_t> storage, copy;
+    const TensorView w = random_weights(t, 48, 512, rng, storage);
+    const TensorView iw = interleaved_view(w, copy);
+    for (const TensorView* view : {&w, &iw}) {
+      for (int n : {1, 2, 3, 4, 5, 9, 17, 33}) {
+        std::vector<float> x(static_cast<size_t>(n) * w.ne0);
+        for (auto& v : x) v = u(rng) * (1 + n % 3);
+        std::vector<float> y[2];
+        for (int level = 0; level < 2; ++level) {
+          ScopedCpuCap cap(level == 0 ? CpuLevel::Avx2 : CpuLevel::AvxVnni);
+          if (!int8_matmul_supported(*view)) break;  // plain K-quant rows: the float path at both
+          ASSERT_EQ(matmul_kernel(*view, n, ActQuant::Int8),
+                    level == 0 ? MatmulKernel::Int8Avx2 : MatmulKernel::Int8AvxVnni);
+          for (ThreadPool* pool : {&pool1, &pool2}) {
+            std::vector<float> out(static_cast<size_t>(n) * w.ne1, NAN);
+            matmul(*view, x.data(), n, out.data(), *pool, ActQuant::Int8);
+            if (pool == &pool1) y[level] = out;
+            ASSERT_EQ(0, std::memcmp(out.data(), y[level].data(), out.size() * sizeof(float)));
+          }
+        }
+        if (y[1].empty()) continue;
+        ASSERT_EQ(0, std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)))
+            << type_name(static_cast<uint32_t>(t)) << (view == &iw ? " interleaved" : " plain") << " n=" << n;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 8 * 7);  // Q4_0 and Q8_0 both layouts, the K-quants interleaved
 }
 
 // Matrices sharing one input in one pass (q/k/v, gate/up) give exactly what

@@ -8,7 +8,7 @@ namespace ss {
 namespace {
 
 TEST(CpuFeatures, LevelsParseByNameAndRejectOthers) {
-  for (CpuLevel l : {CpuLevel::Sse4, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Native}) {
+  for (CpuLevel l : {CpuLevel::Sse4, CpuLevel::Avx2, CpuLevel::AvxVnni, CpuLevel::Avx512, CpuLevel::Native}) {
     auto p = parse_cpu_level(cpu_level_name(l));
     ASSERT_TRUE(p.ok()) << cpu_level_name(l);
     EXPECT_EQ(*p, l);
@@ -16,7 +16,7 @@ TEST(CpuFeatures, LevelsParseByNameAndRejectOthers) {
   for (const char* bad : {"", "AVX2", "avx", "avx512f", "native "}) {
     auto p = parse_cpu_level(bad);
     ASSERT_FALSE(p.ok()) << bad;
-    EXPECT_NE(p.error().message.find("expected native, avx512, avx2 or sse4"), std::string::npos);
+    EXPECT_NE(p.error().message.find("expected native, avx512, avxvnni, avx2 or sse4"), std::string::npos);
   }
 }
 
@@ -25,7 +25,7 @@ TEST(CpuFeatures, EachCapAllowsASubsetOfTheNextAndOfWhatIsDetected) {
   std::printf("cpu: %s; detected: %s; cap: %s\n", cpu_model_name().c_str(), cpu_feature_names(detected).c_str(),
               cpu_level_name(cpu_cap()));
   uint32_t prev = 0;
-  for (CpuLevel l : {CpuLevel::Sse4, CpuLevel::Avx2, CpuLevel::Avx512, CpuLevel::Native}) {
+  for (CpuLevel l : {CpuLevel::Sse4, CpuLevel::Avx2, CpuLevel::AvxVnni, CpuLevel::Avx512, CpuLevel::Native}) {
     ScopedCpuCap cap(l);
     const uint32_t u = cpu_usable();
     EXPECT_EQ(u & ~detected, 0u) << cpu_level_name(l);
@@ -34,6 +34,9 @@ TEST(CpuFeatures, EachCapAllowsASubsetOfTheNextAndOfWhatIsDetected) {
       EXPECT_EQ(u, detected);
     }
     if (l <= CpuLevel::Avx2) {
+      EXPECT_EQ(u & kCpuAvxVnni, 0u);
+    }
+    if (l <= CpuLevel::AvxVnni) {
       EXPECT_EQ(u & (kCpuAvx512 | kCpuAvx512Vnni | kCpuAvx512Bf16 | kCpuAmxInt8 | kCpuAmxBf16), 0u);
     }
     if (l <= CpuLevel::Avx512) {
@@ -48,7 +51,7 @@ TEST(CpuFeatures, EachCapAllowsASubsetOfTheNextAndOfWhatIsDetected) {
 
 TEST(CpuFeatures, DependentFeaturesComeWithTheirBase) {
   const uint32_t f = cpu_detected();
-  if (f & kCpuAvx512) {
+  if (f & (kCpuAvx512 | kCpuAvxVnni)) {
     EXPECT_TRUE(f & kCpuAvx2);
   }
   if (f & (kCpuAvx512Vnni | kCpuAvx512Bf16 | kCpuAmxInt8 | kCpuAmxBf16)) {
