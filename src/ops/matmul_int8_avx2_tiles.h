@@ -355,8 +355,10 @@ SS_AVX2 inline void add_scaled_pair(__m256 (&acc)[NT][H], const __m256i (&dlo)[N
 // (sub-block 2p, 0..15; Q5_K with its fifth bit, 0..31) meet activations
 // 64p + 4c.., its high nibbles (2p + 1) 64p + 32 + 4c..; vpmaddubsw pairs
 // (at most 2 * 31 * 127) add up in int16 over kRun chunks before one
-// vpmaddwd; with AVX-VNNI each chunk goes straight into the int32 sums. Each sub-block's 8 integer dots take d * their
-// scales times the activation block's d; dmin * the mins times the activation blocks' d * sum come off first.
+// vpmaddwd; with AVX-VNNI each chunk goes straight into the int32 sums.
+// Each sub-block's 8 integer dots take d * their scales times the
+// activation block's d; dmin * the mins times the activation blocks' d * sum
+// come off first.
 template <bool kFive, int NT, int H>
 SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                                   int h0) {
