@@ -166,11 +166,11 @@ void set_cpu_cap(CpuLevel level) {
 
 uint32_t cpu_cap_generation() { return g_generation.load(std::memory_order_acquire); }
 
-std::vector<CpuLevel> cpu_levels_to_test() {
+std::vector<CpuLevel> cpu_levels_to_test(uint32_t features_that_matter) {
   std::vector<CpuLevel> out;
   uint32_t prev = ~0u;
   for (int l = static_cast<int>(cpu_cap()); l >= 0; --l) {
-    const uint32_t u = cpu_detected() & allowed(static_cast<CpuLevel>(l));
+    const uint32_t u = cpu_detected() & allowed(static_cast<CpuLevel>(l)) & features_that_matter;
     if (u == prev) continue;
     out.push_back(static_cast<CpuLevel>(l));
     prev = u;

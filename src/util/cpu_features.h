@@ -68,7 +68,9 @@ uint32_t cpu_cap_generation();
 // Sapphire Rapids: native, avx512, avxvnni, avx2, sse4; on Ice Lake, which
 // has no AVX-VNNI: native, avx2, sse4): the dispatch levels tests walk through with
 // ScopedCpuCap. Never above the cap, so SINKSTREAM_CPU bounds tests too.
-std::vector<CpuLevel> cpu_levels_to_test();
+// Levels that differ only in features outside `features_that_matter` count
+// as one (the strongest), for code that looks at a few bits only.
+std::vector<CpuLevel> cpu_levels_to_test(uint32_t features_that_matter = ~0u);
 
 // The features in `bits` as a space-separated list ("AVX2 AVX512 ...").
 std::string cpu_feature_names(uint32_t bits);

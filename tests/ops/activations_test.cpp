@@ -35,7 +35,7 @@ void check_MatchesScalarTwinAtOddSizes() {
   }
 }
 
-TEST(Swiglu, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_MatchesScalarTwinAtOddSizes); }
+TEST(Swiglu, MatchesScalarTwinAtOddSizes) { test::at_every_clone_level(check_MatchesScalarTwinAtOddSizes); }
 
 // GELU and GeGLU (x * sigmoid(2u) with the polynomial exp) against their
 // libm-tanh twins at odd sizes, over gates where tanh saturates both ways,
@@ -72,7 +72,7 @@ void check_GeluMatchesScalarTwinAtOddSizes() {
   }
 }
 
-TEST(Gelu, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_GeluMatchesScalarTwinAtOddSizes); }
+TEST(Gelu, MatchesScalarTwinAtOddSizes) { test::at_every_clone_level(check_GeluMatchesScalarTwinAtOddSizes); }
 
 }  // namespace
 }  // namespace ss

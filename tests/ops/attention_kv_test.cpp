@@ -137,7 +137,9 @@ void check_TypedBlocksMatchDequantizedTwin() {
       }
 }
 
-TEST(AttentionKv, TypedBlocksMatchDequantizedTwin) { test::at_every_cpu_level(check_TypedBlocksMatchDequantizedTwin); }
+TEST(AttentionKv, TypedBlocksMatchDequantizedTwin) {
+  test::at_every_clone_level(check_TypedBlocksMatchDequantizedTwin);
+}
 
 // One call over a query's whole run list, as the engine makes it: partial
 // runs over 24 blocks of 16 keys (more than one kAttnSpan span, spans that
@@ -224,7 +226,7 @@ void check_RunListMatchesTwoPassTwin() {
           }
 }
 
-TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_cpu_level(check_RunListMatchesTwoPassTwin); }
+TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_clone_level(check_RunListMatchesTwoPassTwin); }
 
 // A query tile (AttnRows): rows of one KV head's queries over the union of
 // their run lists, against each query alone over its own list, bit for bit.
@@ -313,7 +315,7 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
 }
 
 TEST(AttentionKv, QueryTileRowsEqualLoneQueriesBitForBit) {
-  test::at_every_cpu_level(check_QueryTileRowsEqualLoneQueriesBitForBit);
+  test::at_every_clone_level(check_QueryTileRowsEqualLoneQueriesBitForBit);
 }
 
 // A key whose score is more than 69 below the max gets probability exactly
@@ -368,7 +370,7 @@ void check_KeysFarBelowTheMaxGetNoProbability() {
 }
 
 TEST(AttentionKv, KeysFarBelowTheMaxGetNoProbability) {
-  test::at_every_cpu_level(check_KeysFarBelowTheMaxGetNoProbability);
+  test::at_every_clone_level(check_KeysFarBelowTheMaxGetNoProbability);
 }
 
 // Half floats' edge values (subnormals, infinities and their neighbours)
@@ -394,7 +396,7 @@ void check_HalfConversionIsExactAtEdges() {
   }
 }
 
-TEST(AttentionKv, HalfConversionIsExactAtEdges) { test::at_every_cpu_level(check_HalfConversionIsExactAtEdges); }
+TEST(AttentionKv, HalfConversionIsExactAtEdges) { test::at_every_clone_level(check_HalfConversionIsExactAtEdges); }
 
 }  // namespace
 }  // namespace ss

@@ -25,7 +25,7 @@ void check_SoftmaxExpIsAccurateOverItsRange() {
 }
 
 TEST(AttentionKernels, SoftmaxExpIsAccurateOverItsRange) {
-  test::at_every_cpu_level(check_SoftmaxExpIsAccurateOverItsRange);
+  test::at_every_clone_level(check_SoftmaxExpIsAccurateOverItsRange);
 }
 
 void check_MatchScalarTwinsAtOddSizes() {
@@ -60,7 +60,7 @@ void check_MatchScalarTwinsAtOddSizes() {
   }
 }
 
-TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) { test::at_every_cpu_level(check_MatchScalarTwinsAtOddSizes); }
+TEST(AttentionKernels, MatchScalarTwinsAtOddSizes) { test::at_every_clone_level(check_MatchScalarTwinsAtOddSizes); }
 
 }  // namespace
 }  // namespace ss
@@ -113,7 +113,7 @@ void check_OnlineSoftmaxOverRunsMatchesTwoPassTwin() {
 }
 
 TEST(AttentionKernels, OnlineSoftmaxOverRunsMatchesTwoPassTwin) {
-  test::at_every_cpu_level(check_OnlineSoftmaxOverRunsMatchesTwoPassTwin);
+  test::at_every_clone_level(check_OnlineSoftmaxOverRunsMatchesTwoPassTwin);
 }
 
 }  // namespace
@@ -177,7 +177,7 @@ void check_OnlineSoftmaxWithAlibiAndSinksMatchesTwin() {
 }
 
 TEST(AttentionKernels, OnlineSoftmaxWithAlibiAndSinksMatchesTwin) {
-  test::at_every_cpu_level(check_OnlineSoftmaxWithAlibiAndSinksMatchesTwin);
+  test::at_every_clone_level(check_OnlineSoftmaxWithAlibiAndSinksMatchesTwin);
 }
 
 // ggml's slopes: 8 heads 2^-1 .. 2^-8; 6 heads (not a power of two) take

@@ -64,7 +64,7 @@ std::vector<float> hard_values(std::mt19937& rng, size_t n) {
 
 TEST(Convert, F16RowEqualsTheScalarTwinAndQuantizeRowAtOddSizes) {
   std::mt19937 rng(11);
-  test::at_every_cpu_level([&] {
+  test::at_every_clone_level([&] {
     for (int n : {0, 1, 7, 8, 9, 31, 64, 172, 1001}) {
       const std::vector<float> x = hard_values(rng, static_cast<size_t>(std::max(n, 1)));
       std::vector<uint16_t> fast(static_cast<size_t>(n) + 1, 0xabcd), twin(fast.size()), ref(fast.size());

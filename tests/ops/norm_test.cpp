@@ -28,7 +28,7 @@ void check_MatchesScalarTwinAtOddSizes() {
   }
 }
 
-TEST(RmsNorm, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_MatchesScalarTwinAtOddSizes); }
+TEST(RmsNorm, MatchesScalarTwinAtOddSizes) { test::at_every_clone_level(check_MatchesScalarTwinAtOddSizes); }
 
 }  // namespace
 }  // namespace ss
@@ -84,7 +84,7 @@ void check_LayerNormMatchesScalarTwin() {
   }
 }
 
-TEST(LayerNorm, MatchesScalarTwinAtOddSizes) { test::at_every_cpu_level(check_LayerNormMatchesScalarTwin); }
+TEST(LayerNorm, MatchesScalarTwinAtOddSizes) { test::at_every_clone_level(check_LayerNormMatchesScalarTwin); }
 
 }  // namespace
 }  // namespace ss

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace ss {
 namespace {
 
@@ -83,6 +86,33 @@ TEST(CpuFeatures, LevelsToTestStartAtTheCapAndEachChangesWhatIsUsable) {
     EXPECT_EQ(cpu_usable() & ~prev, 0u);
     prev = cpu_usable();
   }
+}
+
+TEST(CpuFeatures, LevelsToTestUnderAMaskKeepTheStrongestOfEachMaskedSet) {
+  const uint32_t mask = kCpuSse4 | kCpuAvx2 | kCpuAvx512;
+  const auto all = cpu_levels_to_test();
+  const auto masked = cpu_levels_to_test(mask);
+  ASSERT_FALSE(masked.empty());
+  EXPECT_EQ(masked.front(), cpu_cap());
+  // A subsequence of the unmasked walk, and every masked set of usable
+  // features it reaches is reached exactly once.
+  size_t j = 0;
+  std::vector<uint32_t> seen;
+  for (CpuLevel l : masked) {
+    while (j < all.size() && all[j] != l) ++j;
+    ASSERT_LT(j, all.size()) << cpu_level_name(l) << " is not in the unmasked walk";
+    ScopedCpuCap cap(l);
+    const uint32_t u = cpu_usable() & mask;
+    for (uint32_t s : seen) EXPECT_NE(s, u) << cpu_level_name(l) << " repeats a masked set";
+    seen.push_back(u);
+  }
+  for (CpuLevel l : all) {
+    ScopedCpuCap cap(l);
+    const uint32_t u = cpu_usable() & mask;
+    EXPECT_NE(std::find(seen.begin(), seen.end(), u), seen.end()) << cpu_level_name(l) << " is not covered";
+  }
+  // The full mask is the unmasked walk.
+  EXPECT_EQ(cpu_levels_to_test(~0u), all);
 }
 
 }  // namespace
