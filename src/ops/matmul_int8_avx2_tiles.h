@@ -364,7 +364,10 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
                                   int h0) {
   constexpr int64_t kSuperBytes = kFive ? kQ5KInterleavedBytes : kQ4KInterleavedBytes;
   constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
-  constexpr int kRun = kFive ? 4 : 8;  // 4 * 2 * 31 * 127 and 8 * 2 * 15 * 127 < 32768
+  // Chunks whose vpmaddubsw pairs add up in int16 before one vpmaddwd:
+  // 4 * 2 * 31 * 127 and 8 * 2 * 15 * 127 < 32768. AVX-VNNI has no int16
+  // stage, so all eight chunks are one run.
+  constexpr int kRun = kAvxVnni || !kFive ? 8 : 4;
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
   const __m256i low = _mm256_set1_epi8(0x0F), fifth = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1);
   __m256 acc[NT][H];
@@ -389,9 +392,11 @@ SS_AVX2 void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
       zero(dlo);
       zero(dhi);
       for (int c0 = 0; c0 < 8; c0 += kRun) {
-        __m256i slo[NT][H], shi[NT][H];
-        zero(slo);
-        zero(shi);
+        __m256i slo[NT][H], shi[NT][H];  // the int16 stage: AVX2 only
+        if constexpr (!kAvxVnni) {
+          zero(slo);
+          zero(shi);
+        }
 #pragma GCC unroll 8
         for (int c = c0; c < c0 + kRun; ++c) {
           const uint8_t* chunk = pp + 64 * c;
@@ -483,7 +488,7 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
           for (int h = 0; h < H; ++h) {
             const __m256i nib =
                 _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ6KIlHighNibbles + 64 * hh + 32 * (h0 + h)));
-            __m256i slo[NT], shi[NT];
+            __m256i slo[NT], shi[NT];  // the int16 stage: AVX2 only
             for (int half = 0; half < 2; ++half) {
               const int c = 2 * hh + half;
               const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * (h0 + h)));
@@ -497,12 +502,12 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
                 if constexpr (kAvxVnni) {
                   dlo[k][h] = dot4(dlo[k][h], wl, broadcast4(x));
                   dhi[k][h] = dot4(dhi[k][h], wh, broadcast4(x + 32));
-                  continue;
+                } else {
+                  const __m256i pl = _mm256_maddubs_epi16(wl, broadcast4(x));
+                  const __m256i ph = _mm256_maddubs_epi16(wh, broadcast4(x + 32));
+                  slo[k] = half == 0 ? pl : _mm256_add_epi16(slo[k], pl);
+                  shi[k] = half == 0 ? ph : _mm256_add_epi16(shi[k], ph);
                 }
-                const __m256i pl = _mm256_maddubs_epi16(wl, broadcast4(x));
-                const __m256i ph = _mm256_maddubs_epi16(wh, broadcast4(x + 32));
-                slo[k] = half == 0 ? pl : _mm256_add_epi16(slo[k], pl);
-                shi[k] = half == 0 ? ph : _mm256_add_epi16(shi[k], ph);
               }
             }
             if constexpr (!kAvxVnni)
