@@ -1278,11 +1278,6 @@ SS_ALWAYS_INLINE void prefetch_k_run(const KvRun& run, int hd) {
   }
   for (int d = 0; d < hd; ++d) prefetch_lines(k + static_cast<long>(d) * run.kv.col_stride, run.count * sizeof(T));
 }
-template <class T>
-SS_ALWAYS_INLINE void prefetch_v_rows(const KvRun& run, int from, int to, int hd) {
-  const auto* v = static_cast<const uint8_t*>(run.kv.v) + static_cast<size_t>(run.kv.elem0) * sizeof(T);
-  for (int r = from; r < to; ++r) prefetch_lines(v + static_cast<size_t>(r) * run.kv.row_bytes, hd * sizeof(T));
-}
 // Bytes from a token's row start to the run's head: its first element, or
 // the block that holds it (quantized caches).
 template <class E>
@@ -1291,6 +1286,14 @@ SS_ALWAYS_INLINE size_t head_offset(const KvRun& run) {
     return static_cast<size_t>(run.kv.elem0 / 32) * E::kBytes;
   else
     return static_cast<size_t>(run.kv.elem0) * sizeof(typename E::T);
+}
+// Float-type caches with token-major V: the head's V elements of rows
+// [from, to).
+template <class E>
+SS_ALWAYS_INLINE void prefetch_v_rows(const KvRun& run, int from, int to, int hd) {
+  const auto* v = static_cast<const uint8_t*>(run.kv.v) + head_offset<E>(run);
+  for (int r = from; r < to; ++r)
+    prefetch_lines(v + static_cast<size_t>(r) * run.kv.row_bytes, hd * sizeof(typename E::T));
 }
 // Quantized caches (ggml blocks of 32, token-major K and V): the head's
 // blocks of rows [from, to) of plane `plane` (run.kv.k or run.kv.v).
@@ -1365,7 +1368,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
           prefetch_quant_rows<E>(run, run.kv.v, r0 + lo, r0 + hi, hd);
         } else {
           for (; prefetched < ri + kKAhead && prefetched + 1 < n_runs;) prefetch_k_run<T>(runs[++prefetched], hd);
-          if (!runs[0].kv.v_dim_major) prefetch_v_rows<T>(run, r0 + lo, r0 + hi, hd);
+          if (!runs[0].kv.v_dim_major) prefetch_v_rows<E>(run, r0 + lo, r0 + hi, hd);
         }
       }
       // Lanes [lo_h, hi_h) of the chunk that row h of a tile sees.
