@@ -124,6 +124,15 @@ TEST(Cli, SystemInfoFollowsTheCpuCap) {
   // with the cap at avx2 (the cap never raises what the CPU has).
   const std::string want2 = avx2["usable"].get<std::string>().find("AVX2") != std::string::npos ? "avx2" : "float";
   for (const char* k : {"int8_decode", "int8_batches", "fast_batches"}) EXPECT_EQ(avx2[k], want2) << k;
+  // AVX-VNNI tiles under the avxvnni cap where the CPU has AVX-VNNI, and
+  // the level below where it has not (the cap never raises what it has).
+  const auto vnni = info("avxvnni");
+  EXPECT_EQ(vnni["cap"], "avxvnni");
+  EXPECT_EQ(vnni["usable"].get<std::string>().find("AVX512"), std::string::npos);
+  EXPECT_EQ(vnni["vector_ops"], avx2["vector_ops"]);
+  const std::string want_vnni =
+      vnni["usable"].get<std::string>().find("AVX_VNNI") != std::string::npos ? "avx-vnni" : want2;
+  for (const char* k : {"int8_decode", "int8_batches", "fast_batches"}) EXPECT_EQ(vnni[k], want_vnni) << k;
   const auto sse4 = info("sse4");
   EXPECT_EQ(sse4["vector_ops"], "baseline");
   EXPECT_EQ(sse4["float_matmul"].get<std::string>().find("AVX"), std::string::npos);
