@@ -42,8 +42,9 @@ phase "release suite"
 ctest --preset release -j"$jobs"
 # The same suite at the lower dispatch levels (see src/util/cpu_features.h):
 # without AMX (only where AMX is usable, else it equals the native run) and
-# at AVX2 (no AVX-512, no int8/bf16 kernels). The ops tests walk every level
-# below the cap in-process as well.
+# at AVX2 (no AVX-512, no int8/bf16 kernels). The ops tests walk the levels
+# below the cap in-process as well (the matmul tests every one, the
+# vector-clone tests those that change the clone).
 levels=()
 usable="$(./build/release/sinkstream system-info | grep '^usable:')"
 if [[ "$usable" == *AMX* ]]; then levels+=(avx512); fi
@@ -60,8 +61,8 @@ for level in "${levels[@]}"; do
 done
 # AVX2 + AVX-VNNI (Alder Lake and later; Zen 5 and Sapphire Rapids have it
 # too) changes only the int8 tiles from the avx2 level: the tests whose
-# forward passes and matmuls run them (10 s on the 2-core VM). The ops tests
-# above already walk that level in-process.
+# forward passes and matmuls run them (10 s on the 2-core VM). The int8 ops
+# tests above already walk that level in-process.
 if [[ "$usable" == *AVX_VNNI* ]]; then
   phase "int8 model tests under SINKSTREAM_CPU=avxvnni"
   SINKSTREAM_CPU=avxvnni ./build/release/sinkstream system-info | grep -E '^(cap|int8)'
