@@ -58,6 +58,12 @@ namespace ss {
 // Which clone SS_CLONED functions run now: the one dispatch decision, shared
 // by the functions and by the report of which kernels run.
 enum class CloneLevel { Baseline, Avx2, Avx512 };
+// Every feature bit clone_level() looks at, and so do Highway's targets and
+// the F16C conversions (ops/matmul_kernels.cpp, ops/convert.cpp): CPU
+// levels that differ only outside it run the same vector code (tests walk
+// one of them: tests/ops/cpu_levels.h). AVX-VNNI and AMX pick int8 and bf16
+// matmul kernels only.
+inline constexpr uint32_t kCloneFeatures = kCpuSse4 | kCpuAvx2 | kCpuAvx512;
 inline CloneLevel clone_level() {
   const uint32_t f = cpu_usable();
   return f & kCpuAvx512 ? CloneLevel::Avx512 : f & kCpuAvx2 ? CloneLevel::Avx2 : CloneLevel::Baseline;

@@ -4,7 +4,6 @@
 // scalar twin on any machine, not only the one the tests were written on.
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -12,11 +11,6 @@
 #include "util/cpu_features.h"
 
 namespace ss::test {
-
-// What the SS_CLONED kernels, Highway's targets and the F16C conversions
-// look at (ops/clones.h, ops/matmul_kernels.cpp, ops/convert.cpp). AVX-VNNI
-// and AMX pick int8 and bf16 matmul kernels only.
-inline constexpr uint32_t kCloneFeatures = kCpuSse4 | kCpuAvx2 | kCpuAvx512;
 
 template <class Check>
 void at_levels(const std::vector<CpuLevel>& levels, Check&& check) {
