@@ -20,12 +20,13 @@
 #    FUZZ_SECONDS=N hunts for new bugs; what it finds becomes a regression.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/configure.sh
 secs="${FUZZ_SECONDS:-60}"
 seed="${FUZZ_SEED:-1}"
 shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
 out="${FUZZ_OUT:-build/asan/fuzz-out}"
 targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body stream_text)
-cmake --preset asan >/dev/null
+configure_preset asan
 cmake --build --preset asan -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 rm -rf "$out" && mkdir -p "$out"
 sep=$'\n--8<--\n'

@@ -4,7 +4,8 @@
 # passed to `sinkstream generate` (e.g. -m MODEL, --policy sinks:4:252, -n 500).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/configure.sh
 bash scripts/install_deps.sh
-cmake --preset release >/dev/null
+configure_preset release
 cmake --build --preset release -j"$(nproc)" --target sinkstream >/dev/null
 exec ./build/release/sinkstream generate --ignore-eos --policy sinks:4:508 --temp 0.8 --seed "${SEED:-$RANDOM}" "$@"

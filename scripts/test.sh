@@ -24,6 +24,7 @@
 # skip a phase.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/configure.sh
 # Each phase's wall time, so a slow CI run says where its minutes went.
 phase_start=$SECONDS
 phase() {
@@ -35,7 +36,7 @@ bash scripts/install_deps.sh --test
 (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 jobs="$(nproc)"
 phase "release build"
-cmake --preset release >/dev/null
+configure_preset release
 cmake --build --preset release -j"$jobs"
 ./build/release/sinkstream system-info
 phase "release suite"
@@ -71,14 +72,14 @@ if [[ "$usable" == *AVX_VNNI* ]]; then
 fi
 if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then
   phase "ASan build"
-  cmake --preset asan >/dev/null
+  configure_preset asan
   cmake --build --preset asan -j"$jobs"
   phase "ASan suite"
   ctest --preset asan -j"$jobs" -E '^(LongRun|GoldenNll)\.'
 fi
 if [[ "${SS_SKIP_TSAN:-0}" != 1 ]]; then
   phase "TSan build and run"
-  cmake --preset tsan >/dev/null
+  configure_preset tsan
   cmake --build --preset tsan -j"$jobs" --target util_tests server_tests sinkstream
   # TSan needs a memory layout that high ASLR entropy can break: run without ASLR where allowed.
   norand=(setarch "$(uname -m)" -R)
