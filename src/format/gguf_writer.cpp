@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "util/byte_writer.h"
 #include "util/check.h"
@@ -197,10 +198,18 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
 }
 
 Status GgufWriter::write(const std::string& path, uint32_t alignment) const {
+  // The file is written beside its destination and renamed over it once
+  // whole, so a write cut short (a full disk, Ctrl-C, a kill) never leaves a
+  // truncated model where a good one was. What exists and is not a regular
+  // file (-o /dev/null, a pipe) is written in place.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  const bool in_place = std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
+  const std::string target = in_place ? path : path + ".part";
   std::vector<uint64_t> offsets;
   const std::vector<uint8_t> head = header(alignment, offsets);
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return make_error(path + ": cannot create");
+  FILE* f = std::fopen(target.c_str(), "wb");
+  if (!f) return make_error(target + ": cannot create");
   bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
   uint64_t written = 0;  // bytes of the data section so far
   std::vector<uint8_t> buf;
@@ -226,7 +235,16 @@ Status GgufWriter::write(const std::string& path, uint32_t alignment) const {
     }
     written += t.size();
   }
-  if (std::fclose(f) != 0 || !ok) return make_error(path + ": write failed");
+  if (std::fclose(f) != 0 || !ok) {
+    if (!in_place) std::remove(target.c_str());
+    return make_error(target + ": write failed");
+  }
+  if (in_place) return ok_status();
+  std::filesystem::rename(target, path, ec);
+  if (ec) {
+    std::remove(target.c_str());
+    return make_error(path + ": cannot rename from " + target + ": " + ec.message());
+  }
   return ok_status();
 }
 

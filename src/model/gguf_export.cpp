@@ -282,17 +282,9 @@ Result<ExportSummary> write_gguf_export(const ExportSource& src, const ExportOpt
     });
   }
   for (const auto& [k, n] : counts) sum.type_counts.emplace_back(k, n);
-  const std::string part = out + ".part";
-  if (auto st = w.write(part); !st.ok()) {
-    std::remove(part.c_str());
-    return st.error();
-  }
-  std::error_code ec;
-  std::filesystem::rename(part, out, ec);
-  if (ec) {
-    std::remove(part.c_str());
-    return make_error(out + ": cannot rename from " + part + ": " + ec.message());
-  }
+  // GgufWriter::write renames a whole file over `out`: a convert cut short
+  // leaves the old file.
+  if (auto st = w.write(out); !st.ok()) return st.error();
   return sum;
 }
 

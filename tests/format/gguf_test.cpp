@@ -2,8 +2,12 @@
 #include "format/gguf.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "format/gguf_writer.h"
 #include "test_paths.h"
@@ -49,6 +53,54 @@ TEST(Gguf, WriterRoundTrip) {
   EXPECT_EQ(t->f32()[5], 5 * 0.25f - 7.0f);
   EXPECT_TRUE(g->tensor("t.q8").ok());
   EXPECT_FALSE(g->tensor("missing").ok());
+}
+
+// A write cut short (here the process dies while a tensor's rows are being
+// produced, as under a kill or a full disk) leaves the file that was there,
+// whole: GgufWriter writes beside it and renames. Devices are written in place.
+TEST(Gguf, WriteCutShortLeavesTheOldFile) {
+  // `part` is where the writer puts the file until it is whole (removed by
+  // TempPath: the cut-short write leaves it).
+  const test::TempPath path("cut.gguf"), part("cut.gguf.part");
+  ASSERT_EQ(part.path, path.path + ".part");
+  GgufWriter good;
+  good.set_string("general.architecture", "llama");
+  good.add_tensor("t", GgmlType::F32, {64, 3}, std::vector<float>(64 * 3, 1.0f));
+  ASSERT_TRUE(good.write(path.path).ok());
+  const std::string before = test::read_file(path.path);
+  ASSERT_FALSE(before.empty());
+  GgufWriter cut;
+  cut.set_string("general.architecture", "llama");
+  cut.add_tensor_rows("t", GgmlType::F32, {64, 100}, [](int64_t row, uint8_t* dst) {
+    if (row == 50) std::_Exit(3);
+    std::memset(dst, 0, 64 * sizeof(float));
+  });
+  const pid_t child = fork();
+  if (child == 0) {
+    (void)cut.write(path.path);
+    std::_Exit(0);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);  // died mid-tensor
+  EXPECT_EQ(test::read_file(path.path), before);
+  EXPECT_TRUE(std::filesystem::exists(part.path));  // the cut-short copy, beside it
+  // A whole write replaces the file and leaves nothing beside it.
+  GgufWriter next;
+  next.set_string("general.architecture", "llama");
+  next.add_tensor("t", GgmlType::F32, {64, 4}, std::vector<float>(64 * 4, 2.0f));
+  ASSERT_TRUE(next.write(path.path).ok());
+  EXPECT_FALSE(std::filesystem::exists(part.path));
+  auto g = GgufFile::open(path.path);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->tensor("t")->ne1, 4);
+  // -o /dev/null: written in place, the device left a device.
+  ASSERT_TRUE(next.write("/dev/null").ok());
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
 TEST(Gguf, ParsesBundledStories260K) {
