@@ -1382,6 +1382,12 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
           hi_h = std::clamp(tile->hi[h] - ord_r0, lo_h, hi);
         }
       };
+      // Row h's col0 for this run: a tile's rows under ALiBi sit at their
+      // own positions (AttnRows::col0_shared / col0_window).
+      auto row_col0 = [&](int h) {
+        if (!tile || !tile->col0_window) return run.col0;
+        return run.col0 + (ord_r0 + lo >= tile->n_shared ? tile->col0_window[h] : tile->col0_shared[h]);
+      };
       // K of the float types, read in place (the quantized ones: from pad).
       using KE = std::conditional_t<kQuant, F32Elems, E>;
       const auto* kc = reinterpret_cast<const typename KE::T*>(
@@ -1418,7 +1424,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
                         : head_chunk_scores<HD, KE>(run.q, g, h, kc, run.kv.col_stride, hd, scale, block);
           int lo_h, hi_h;
           row_lanes(h, lo_h, hi_h);
-          const Lanes shaped = shape_scores(sc, lo_h, hi_h, h, r0, run.col0, shaping);
+          const Lanes shaped = shape_scores(sc, lo_h, hi_h, h, r0, row_col0(h), shaping);
           std::memcpy(p + h * kAttnSpan + np * kChunk, &shaped, sizeof shaped);
         }
       } else {
@@ -1440,7 +1446,7 @@ SS_ALWAYS_INLINE void span_update(int g_runtime, const KvRun* runs, int n_runs, 
           row_lanes(h, lo_h, hi_h);
           for (int half = 0; half < 2; ++half) {
             const Eight shaped =
-                shape_scores8(sc[half], lo_h - 8 * half, hi_h - 8 * half, h, r0 + 8 * half, run.col0, shaping);
+                shape_scores8(sc[half], lo_h - 8 * half, hi_h - 8 * half, h, r0 + 8 * half, row_col0(h), shaping);
             std::memcpy(p + h * kAttnSpan + np * kChunk + 8 * half, &shaped, sizeof shaped);
           }
         }
@@ -1682,8 +1688,11 @@ void attn_online_update_runs(int g, const KvRun* runs, int n_runs, int hd, float
   for (int i = 1; i < n_runs; ++i)
     SS_CHECK_MSG(runs[i].kv.type == type && runs[i].kv.v_dim_major == v_dim_major,
                  "attention: runs of mixed KV cache layouts");
-  SS_CHECK_MSG(!scoring || !scoring->rows || (hd > 8 && !scoring->slopes && !v_dim_major),
-               "attention: query tiles are for heads wider than 8, without ALiBi");
+  SS_CHECK_MSG(!scoring || !scoring->rows || (hd > 8 && !v_dim_major),
+               "attention: query tiles are for heads wider than 8");
+  SS_CHECK_MSG(!scoring || !scoring->rows || !scoring->slopes ||
+                   (scoring->rows->col0_window && (scoring->rows->n_shared == 0 || scoring->rows->col0_shared)),
+               "attention: a query tile under ALiBi needs its rows' col0 offsets");
   pick_runs(type, hd, g)(g, runs, n_runs, hd, scale, m, l, acc, scratch, scoring);
 }
 

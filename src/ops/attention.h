@@ -54,7 +54,7 @@ struct AttnScoring {
   float softcap = 0.0f;
   const float* slopes = nullptr;  // [g]
   float col0 = 0.0f;
-  const AttnRows* rows = nullptr;  // a query tile (below); not with slopes
+  const AttnRows* rows = nullptr;  // a query tile (below); slopes then per row
   // Not shaping but a memory hint: the caller's KV is larger than the caches
   // hold, so runs of heads wider than 16 ask for each block's K two blocks
   // ahead and each chunk's V rows while its scores are taken (paged blocks
@@ -81,6 +81,13 @@ struct AttnRows {
   int n_shared = 0;
   const int* lo = nullptr;  // [g]
   const int* hi = nullptr;  // [g]
+  // ALiBi: the runs' col0 are those of one query, row h's are theirs plus
+  // these offsets, one for the n_shared keys (sinks: their cache positions
+  // stay while the query's moves) and one for the rest (a key's distance
+  // to the query is the tokens'). Whole numbers, so the sum is exactly the
+  // col0 a lone query computes. Null without ALiBi.
+  const float* col0_shared = nullptr;  // [g]
+  const float* col0_window = nullptr;  // [g]
 };
 void attn_online_update(const float* q, int g, const float* k_cols, int col_stride, const float* v_rows, int v_stride,
                         int first, int count, int hd, float scale, float* m, float* l, float* acc, float* scratch,

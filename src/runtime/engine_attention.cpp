@@ -58,14 +58,14 @@ constexpr int kTileRows = 4;
 // query heads per KV head tile two tokens: a lone token's pair of heads
 // wider than 16 is scored head by head with four chains each, as tile rows
 // are; bigger groups (and small heads) score their heads together, in
-// other chains. Not for heads of 8 or less, ALiBi (each row its own biases)
-// or H2O.
+// other chains. Under ALiBi each row adds its own biases (AttnRows' col0
+// offsets). Not for heads of 8 or less or H2O.
 void Engine::query_tiles(const RoundBatch& b, KvGroup group, std::vector<std::pair<int, int>>& tiles) const {
   const auto& c = config();
   tiles.clear();
   const int heads_per_kv = c.n_heads / c.n_kv_heads;
-  const bool tiled = opts_.query_tiles && c.positions != PositionKind::Alibi &&
-                     ((heads_per_kv == 1 && c.head_dim > 8) || (heads_per_kv == 2 && c.head_dim > 16));
+  const bool tiled =
+      opts_.query_tiles && ((heads_per_kv == 1 && c.head_dim > 8) || (heads_per_kv == 2 && c.head_dim > 16));
   const int most = tiled ? kTileRows / heads_per_kv : 1;
   for (int t = 0; t < b.T;) {
     int n = 1;
@@ -114,6 +114,7 @@ void Engine::attention(int layer, const RoundBatch& b) {
     qtile.resize(static_cast<size_t>(most) * hd);
     qsink_tile.resize(static_cast<size_t>(most) * hd);
     int row_lo[kTileRows], row_hi[kTileRows];
+    float row_slopes[kTileRows], row_col0_shared[kTileRows], row_col0_window[kTileRows];
     // The run list of the tile whose KV head listed_kvh it was built for:
     // another KV head walks the same blocks, only its first element and its
     // queries differ.
@@ -201,6 +202,21 @@ void Engine::attention(int layer, const RoundBatch& b) {
         tile.lo = row_lo;
         tile.hi = row_hi;
         sc.rows = &tile;
+        if (alibi) {
+          // The runs' col0 are the first row's (pos); row r's differ by
+          // where its own query sits, for sinks and for window keys apart
+          // (kv/positions.h). Small whole numbers: exact in float.
+          const int64_t s0 = pol.sinks;
+          for (int r = 0; r < g; ++r) {
+            const CachePositions cr{pol, b.pos[t + r / group]};
+            row_slopes[r] = alibi_slopes_[static_cast<size_t>(kvh * group + r % group)];
+            row_col0_shared[r] = static_cast<float>((cr.k(0) - cr.q()) - (cp.k(0) - cp.q()));
+            row_col0_window[r] = static_cast<float>((cr.k(s0) - cr.q()) - (cp.k(s0) - cp.q()));
+          }
+          sc.slopes = row_slopes;
+          tile.col0_shared = row_col0_shared;
+          tile.col0_window = row_col0_window;
+        }
       }
       sc.stream_kv = stream_kv;
       attn_online_update_runs(g, runs.data(), static_cast<int>(runs.size()), hd, a.scale, m.data(), l.data(),

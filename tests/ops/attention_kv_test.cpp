@@ -234,6 +234,8 @@ TEST(AttentionKv, RunListMatchesTwoPassTwin) { test::at_every_clone_level(check_
 // end anywhere: one key apart (a prefill tile) or hundreds (whole chunks
 // and spans masked for a row); sinks or none, soft-capping, sink logits;
 // two tokens of two query heads each against each token's group alone;
+// ALiBi with sinks (each row its own slope and position: the runs carry the
+// first row's col0, AttnRows the other rows' offsets);
 // blocks of 16 and 24 keys (chunks past a block's columns are padded).
 void check_QueryTileRowsEqualLoneQueriesBitForBit() {
   std::mt19937 rng(23);
@@ -241,10 +243,10 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
   for (GgmlType type : kTypes)
     for (int hd : {13, 16, 48, 64, 128, 256})
       for (int bt : {16, 24})
-        for (int variant = 0; variant < 4; ++variant) {  // plain; sinks + softcap; sink logits, no sinks; GQA
+        for (int variant = 0; variant < 5; ++variant) {  // plain; sinks + softcap; sink logits, no sinks; GQA; ALiBi
           // Rows, and query heads per token (variant 3: two tokens of two
           // heads, as the engine tiles heads wider than 16 in groups of two).
-          const int rows = variant == 3 ? 4 : 2 + variant, group = variant == 3 && hd > 16 ? 2 : 1;
+          const int rows = variant >= 3 ? 4 : 2 + variant, group = variant == 3 && hd > 16 ? 2 : 1;
           const int heads = 2, kv_dim = (hd * heads + 31) / 32 * 32, elem0 = hd;
           const int n_sinks = variant == 2 ? 0 : 4, n_blocks = 20;
           const TypedBlock sink_blk(type, bt, kv_dim, rng);
@@ -262,28 +264,50 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
             lo[static_cast<size_t>(i)] = n_sinks + start;
             hi[static_cast<size_t>(i)] = n_sinks + end;
           }
-          std::vector<float> qs(static_cast<size_t>(rows) * hd), qw(qs.size()), sink_logits(static_cast<size_t>(rows));
+          std::vector<float> qs(static_cast<size_t>(rows) * hd), qw(qs.size()), sink_logits(static_cast<size_t>(rows)),
+              slopes(static_cast<size_t>(rows));
+          for (int i = 0; i < rows; ++i) slopes[static_cast<size_t>(i)] = 0.03f + 0.05f * static_cast<float>(i);
           for (auto& x : qs) x = u(rng);
           for (auto& x : qw) x = u(rng);
           for (auto& x : sink_logits) x = variant == 2 ? 1.5f : 0.0f;
           const int n_sink_logits = variant == 2 ? 1 : 0;
+          const bool alibi = variant == 4;
           AttnScoring shaping;
           if (variant == 1) shaping.softcap = 2.5f;
           const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-          // The runs over window keys [a, b) of the union (a counted from w_off).
-          auto window_runs = [&](int a, int b, const float* q, std::vector<KvRun>& runs) {
+          // ALiBi: row i's query is its last key (union key index qk(i)), at
+          // cache position qc(i) (the sinks, then its window from its first
+          // key). A window run's col0 (its block's offset 0 against the
+          // query) is the keys' distance, a sink run's the cache positions'.
+          auto qk = [&](int i) { return w_off + hi[static_cast<size_t>(i)] - 1 - n_sinks; };
+          auto qc = [&](int i) { return n_sinks + hi[static_cast<size_t>(i)] - lo[static_cast<size_t>(i)] - 1; };
+          // The runs over window keys [a, b) of the union (a counted from
+          // w_off), with row i's col0.
+          auto window_runs = [&](int a, int b, const float* q, int i, std::vector<KvRun>& runs) {
             for (int key = w_off + a; key < w_off + b;) {
               const int blk = key / bt, off = key % bt, n = std::min(bt - off, w_off + b - key);
-              runs.push_back(KvRun{blocks[static_cast<size_t>(blk)].view(elem0), q, off, n, 0.0f});
+              const float col0 = alibi ? static_cast<float>(blk * bt - qk(i)) : 0.0f;
+              runs.push_back(KvRun{blocks[static_cast<size_t>(blk)].view(elem0), q, off, n, col0});
               key += n;
             }
           };
+          auto sink_col0 = [&](int i) { return alibi ? static_cast<float>(-qc(i)) : 0.0f; };
           std::vector<KvRun> runs;
-          if (n_sinks > 0) runs.push_back(KvRun{sink_blk.view(elem0), qs.data(), 0, n_sinks, 0.0f});
-          window_runs(0, total, qw.data(), runs);
+          if (n_sinks > 0) runs.push_back(KvRun{sink_blk.view(elem0), qs.data(), 0, n_sinks, sink_col0(0)});
+          window_runs(0, total, qw.data(), 0, runs);
+          std::vector<float> col0_shared(static_cast<size_t>(rows)), col0_window(col0_shared.size());
+          for (int i = 0; i < rows; ++i) {
+            col0_shared[static_cast<size_t>(i)] = static_cast<float>(qc(0) - qc(i));
+            col0_window[static_cast<size_t>(i)] = static_cast<float>(qk(0) - qk(i));
+          }
           AttnRows tile{n_sinks, lo.data(), hi.data()};
           AttnScoring tiled = shaping;
           tiled.rows = &tile;
+          if (alibi) {
+            tiled.slopes = slopes.data();
+            tile.col0_shared = col0_shared.data();
+            tile.col0_window = col0_window.data();
+          }
           std::vector<float> m(static_cast<size_t>(rows)), l(m.size()), acc(static_cast<size_t>(rows) * hd),
               out(acc.size()), scratch(static_cast<size_t>(attn_scratch_floats(rows, hd)));
           attn_online_init_sinks(rows, hd, sink_logits.data(), n_sink_logits, m.data(), l.data(), acc.data());
@@ -294,13 +318,15 @@ void check_QueryTileRowsEqualLoneQueriesBitForBit() {
             std::vector<KvRun> own;
             const float* qsi = qs.data() + static_cast<size_t>(i) * hd;
             const float* qwi = qw.data() + static_cast<size_t>(i) * hd;
-            if (n_sinks > 0) own.push_back(KvRun{sink_blk.view(elem0), qsi, 0, n_sinks, 0.0f});
-            window_runs(lo[static_cast<size_t>(i)] - n_sinks, hi[static_cast<size_t>(i)] - n_sinks, qwi, own);
+            if (n_sinks > 0) own.push_back(KvRun{sink_blk.view(elem0), qsi, 0, n_sinks, sink_col0(i)});
+            window_runs(lo[static_cast<size_t>(i)] - n_sinks, hi[static_cast<size_t>(i)] - n_sinks, qwi, i, own);
+            AttnScoring lone = shaping;
+            if (alibi) lone.slopes = slopes.data() + i;
             std::vector<float> mi(static_cast<size_t>(group)), li(mi.size()), acci(static_cast<size_t>(group) * hd),
                 want(acci.size()), scratch1(static_cast<size_t>(attn_scratch_floats(group, hd)));
             attn_online_init_sinks(group, hd, sink_logits.data() + i, n_sink_logits, mi.data(), li.data(), acci.data());
             attn_online_update_runs(group, own.data(), static_cast<int>(own.size()), hd, scale, mi.data(), li.data(),
-                                    acci.data(), scratch1.data(), variant == 1 ? &shaping : nullptr);
+                                    acci.data(), scratch1.data(), variant == 1 || alibi ? &lone : nullptr);
             attn_online_finish(group, hd, li.data(), acci.data(), want.data());
             // The first element that differs, if one does.
             size_t d = 0;

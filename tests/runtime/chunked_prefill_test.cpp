@@ -106,34 +106,49 @@ std::shared_ptr<const Model> load_tiny(const test::TinySpec& s, const std::strin
 // within the chunk (with and without sinks; one over several 256-key
 // spans, where a tile across a 16-key chunk boundary would cut other spans:
 // 302 keys put first window keys 2 past a multiple of 4, so tiles of four
-// would cross one) and none, on two threads.
+// would cross one) and none, on two threads: chunks of 64 with query tiles
+// and without, over 400 tokens, logits and cache alike.
+void expect_tiles_change_no_bit(const std::shared_ptr<const Model>& m, const std::string& label) {
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 400; ++i) prompt.push_back((i * 37 + 11) % m->config.n_vocab);
+  for (GgmlType kv : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0})
+    for (const auto& pol : {KvPolicy::dense(), KvPolicy::sinks_window(4, 302), KvPolicy::sinks_window(0, 37),
+                            KvPolicy::sinks_window(1, 2)}) {
+      EngineOptions eo;
+      eo.threads = 2;
+      eo.kv_type = kv;
+      const RunResult tiled = run(m, pol, prompt, 64, eo);
+      eo.query_tiles = false;
+      const RunResult single = run(m, pol, prompt, 64, eo);
+      ASSERT_EQ(tiled.logits.size(), single.logits.size());
+      EXPECT_EQ(std::memcmp(tiled.logits.data(), single.logits.data(), sizeof(float) * single.logits.size()), 0)
+          << label << " " << kv_type_name(kv) << " " << pol.name();
+      EXPECT_EQ(tiled.kv, single.kv) << label << " " << kv_type_name(kv) << " " << pol.name();
+    }
+}
+
 TEST(ChunkedPrefill, QueryTilesEqualOneQueryAtATimeBitForBit) {
   struct Shape {
     int dim, heads, kv_heads;
   };
   for (const Shape& sh : {Shape{64, 4, 4}, Shape{96, 2, 2}, Shape{128, 2, 2}, Shape{128, 4, 2}, Shape{256, 4, 2}}) {
-    const int dim = sh.dim;
-    const test::TinySpec s = attention_spec(dim, sh.heads, sh.kv_heads);
-    const auto m = load_tiny(s, "tiles_" + std::to_string(dim) + ".gguf");
+    const test::TinySpec s = attention_spec(sh.dim, sh.heads, sh.kv_heads);
+    const auto m = load_tiny(s, "tiles_" + std::to_string(sh.dim) + ".gguf");
     ASSERT_NE(m, nullptr);
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 400; ++i) prompt.push_back((i * 37 + 11) % s.vocab);
-    for (GgmlType kv : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0})
-      for (const auto& pol : {KvPolicy::dense(), KvPolicy::sinks_window(4, 302), KvPolicy::sinks_window(0, 37),
-                              KvPolicy::sinks_window(1, 2)}) {
-        EngineOptions eo;
-        eo.threads = 2;
-        eo.kv_type = kv;
-        const RunResult tiled = run(m, pol, prompt, 64, eo);
-        eo.query_tiles = false;
-        const RunResult single = run(m, pol, prompt, 64, eo);
-        ASSERT_EQ(tiled.logits.size(), single.logits.size());
-        EXPECT_EQ(std::memcmp(tiled.logits.data(), single.logits.data(), sizeof(float) * single.logits.size()), 0)
-            << "dim " << dim << " heads " << sh.heads << " " << kv_type_name(kv) << " " << pol.name();
-        EXPECT_EQ(tiled.kv, single.kv) << "dim " << dim << " heads " << sh.heads << " " << kv_type_name(kv) << " "
-                                       << pol.name();
-      }
+    expect_tiles_change_no_bit(m, "dim " + std::to_string(sh.dim) + " heads " + std::to_string(sh.heads));
   }
+}
+
+// ALiBi tiles too (the MPT golden model: heads of 16, one KV head per query
+// head): each row adds its own biases, from its own query position against
+// re-assigned sink positions and window distances.
+TEST(ChunkedPrefill, AlibiQueryTilesEqualOneQueryAtATimeBitForBit) {
+  const auto m = test::model_at("golden/arch/mpt/model.gguf");
+  ASSERT_TRUE(m);
+  ASSERT_EQ(m->config.positions, PositionKind::Alibi);
+  ASSERT_EQ(m->config.n_heads, m->config.n_kv_heads);  // MHA: tiled
+  ASSERT_GT(m->config.head_dim, 8);
+  expect_tiles_change_no_bit(m, "mpt");
 }
 
 // Attention over a cache larger than the CPU's caches prefetches blocks
