@@ -200,12 +200,19 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
 Status GgufWriter::write(const std::string& path, uint32_t alignment) const {
   // The file is written beside its destination and renamed over it once
   // whole, so a write cut short (a full disk, Ctrl-C, a kill) never leaves a
-  // truncated model where a good one was. What exists and is not a regular
+  // truncated model where a good one was. A symbolic link's file is the
+  // destination (the link stays: -o /dev/stdout into a file, a model
+  // folder's link to the current file); what exists and is not a regular
   // file (-o /dev/null, a pipe) is written in place.
   std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
+  std::string dest = path;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+    const auto real = std::filesystem::canonical(path, ec);
+    if (!ec) dest = real.string();
+  }
+  const auto st = std::filesystem::status(dest, ec);
   const bool in_place = std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
-  const std::string target = in_place ? path : path + ".part";
+  const std::string target = in_place ? dest : dest + ".part";
   std::vector<uint64_t> offsets;
   const std::vector<uint8_t> head = header(alignment, offsets);
   FILE* f = std::fopen(target.c_str(), "wb");
@@ -240,10 +247,10 @@ Status GgufWriter::write(const std::string& path, uint32_t alignment) const {
     return make_error(target + ": write failed");
   }
   if (in_place) return ok_status();
-  std::filesystem::rename(target, path, ec);
+  std::filesystem::rename(target, dest, ec);
   if (ec) {
     std::remove(target.c_str());
-    return make_error(path + ": cannot rename from " + target + ": " + ec.message());
+    return make_error(dest + ": cannot rename from " + target + ": " + ec.message());
   }
   return ok_status();
 }

@@ -57,7 +57,8 @@ TEST(Gguf, WriterRoundTrip) {
 
 // A write cut short (here the process dies while a tensor's rows are being
 // produced, as under a kill or a full disk) leaves the file that was there,
-// whole: GgufWriter writes beside it and renames. Devices are written in place.
+// whole: GgufWriter writes beside it and renames. Through a link, the file it
+// names; devices in place.
 TEST(Gguf, WriteCutShortLeavesTheOldFile) {
   // `part` is where the writer puts the file until it is whole (removed by
   // TempPath: the cut-short write leaves it).
@@ -96,6 +97,13 @@ TEST(Gguf, WriteCutShortLeavesTheOldFile) {
   auto g = GgufFile::open(path.path);
   ASSERT_TRUE(g.ok()) << g.error().message;
   EXPECT_EQ(g->tensor("t")->ne1, 4);
+  // Through a symbolic link: the file it names is replaced, the link stays.
+  const test::TempPath link("cut_link.gguf");
+  std::filesystem::create_symlink(path.path, link.path);
+  ASSERT_TRUE(good.write(link.path).ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(link.path));
+  EXPECT_EQ(test::read_file(path.path), before);
+  EXPECT_FALSE(std::filesystem::exists(link.path + ".part"));
   // -o /dev/null: written in place, the device left a device.
   ASSERT_TRUE(next.write("/dev/null").ok());
   struct stat st {};
