@@ -48,6 +48,19 @@ inline std::string temp_path(const std::string& name) {
   return std::string(t && *t ? t : "/tmp") + "/sinkstream_test_" + std::to_string(::getpid()) + "_" + name;
 }
 
+// The temporaries util/atomic_file.h leaves beside `path` when a write is
+// cut short (PATH.part.PID.N): none once a write is done or has failed.
+inline std::vector<std::string> partial_files_of(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string prefix = p.filename().string() + ".part.";
+  std::vector<std::string> found;
+  std::error_code ec;
+  const auto folder = p.parent_path().empty() ? std::filesystem::path(".") : p.parent_path();
+  for (const auto& e : std::filesystem::directory_iterator(folder, ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) found.push_back(e.path().string());
+  return found;
+}
+
 // A temp_path that is removed (file or tree) when the test leaves its scope,
 // also when a fatal assertion returns early, so failed runs leave no litter.
 struct TempPath {

@@ -1,6 +1,5 @@
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 
 #include "cli/commands.h"
@@ -9,6 +8,7 @@
 #include "model/tokenizer.h"
 #include "runtime/attention_stats.h"
 #include "runtime/engine.h"
+#include "util/atomic_file.h"
 #include "util/mapped_file.h"
 
 namespace ss::cli {
@@ -117,7 +117,7 @@ int AttentionCommand::run() {
   if (!kept_.empty()) {
     auto chart = kept_chart(model, eo, pols, tokens, kept_columns_);
     if (!chart.ok()) return fail(chart.error().message);
-    std::ofstream(kept_) << chart->render();
+    if (auto st = write_file_atomically(kept_, chart->render()); !st.ok()) return fail(st.error().message);
     std::printf("wrote %s: kept positions under %zu policies over %zu tokens\n", kept_.c_str(), pols.size(),
                 tokens.size());
   }
@@ -176,7 +176,7 @@ int AttentionCommand::run() {
       for (int h = 0; h < c.n_heads; ++h) row.push_back(shares[static_cast<size_t>(l)][static_cast<size_t>(h)].ratio());
       hm.values.push_back(row);
     }
-    std::ofstream(svg_) << hm.render();
+    if (auto st = write_file_atomically(svg_, hm.render()); !st.ok()) return fail(st.error().message);
   }
   if (!svg_map_.empty()) {
     Heatmap hm;
@@ -195,7 +195,8 @@ int AttentionCommand::run() {
       hm.values.push_back(row);
     }
     for (size_t j = 0; j < cols; ++j) hm.col_labels.push_back(std::to_string(j));
-    std::ofstream(svg_map_) << hm.render(cols > 64 ? 8 : 14);
+    if (auto st = write_file_atomically(svg_map_, hm.render(cols > 64 ? 8 : 14)); !st.ok())
+      return fail(st.error().message);
   }
   return 0;
 }

@@ -9,8 +9,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -18,6 +16,7 @@
 #include "model/tokenizer.h"
 #include "server/chat_template.h"
 #include "server/session_file.h"
+#include "util/atomic_file.h"
 #include "util/mapped_file.h"
 
 namespace ss::cli {
@@ -139,7 +138,7 @@ class ChatSession {
   }
 
   // The session file format the server writes (server/session_file.h),
-  // written to FILE.tmp then renamed.
+  // replaced whole or not at all (util/atomic_file.h).
   Status save(const std::string& path) const {
     SessionRecord r;
     r.id = "chat";
@@ -149,16 +148,7 @@ class ChatSession {
     r.tokens_in = tokens_in_;
     r.tokens_out = tokens_out_;
     const auto bytes = encode_session(r, fingerprint_of(model_->config));
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-      if (!f.good()) return make_error(tmp + ": write failed");
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) return make_error(path + ": " + ec.message());
-    return ok_status();
+    return write_file_atomically(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, 0600);
   }
 
   Status load(const std::string& path) {

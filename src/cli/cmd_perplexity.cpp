@@ -12,6 +12,7 @@
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
+#include "util/atomic_file.h"
 #include "util/mapped_file.h"
 
 namespace ss::cli {
@@ -128,10 +129,7 @@ Status write_plot(const std::string& path, const std::vector<PolicyRun>& runs, c
     chart.series.push_back(std::move(s));
   }
   chart.title += " (perplexity per " + std::to_string(bin) + "-token segment)";
-  std::ofstream out(path);
-  out << chart.render();
-  if (!out) return make_error(path + ": write failed");
-  return ok_status();
+  return write_file_atomically(path, chart.render());
 }
 
 }  // namespace

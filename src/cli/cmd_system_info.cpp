@@ -21,8 +21,9 @@ int SystemInfoCommand::run() {
     std::printf("version:      %s\n", version_string().c_str());
     std::printf("cpu:          %s\n", r.cpu.c_str());
     std::printf("detected:     %s\n", r.detected.c_str());
-    std::printf("cap:          %s%s\n", r.cap.c_str(),
-                r.cap_from_env ? " (from SINKSTREAM_CPU)" : " (SINKSTREAM_CPU=native|avx512|avxvnni|avx2|sse4 lowers it)");
+    std::printf(
+        "cap:          %s%s\n", r.cap.c_str(),
+        r.cap_from_env ? " (from SINKSTREAM_CPU)" : " (SINKSTREAM_CPU=native|avx512|avxvnni|avx2|sse4 lowers it)");
     std::printf("usable:       %s\n", r.usable.c_str());
     std::printf("float matmul: %s (Highway; --act-quant none, and every type without an int8 kernel)\n",
                 r.float_matmul.c_str());

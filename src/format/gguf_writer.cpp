@@ -1,9 +1,6 @@
 #include "format/gguf_writer.h"
 
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-
+#include "util/atomic_file.h"
 #include "util/byte_writer.h"
 #include "util/check.h"
 
@@ -198,61 +195,38 @@ std::vector<uint8_t> GgufWriter::bytes(uint32_t alignment) const {
 }
 
 Status GgufWriter::write(const std::string& path, uint32_t alignment) const {
-  // The file is written beside its destination and renamed over it once
-  // whole, so a write cut short (a full disk, Ctrl-C, a kill) never leaves a
-  // truncated model where a good one was. A symbolic link's file is the
-  // destination (the link stays: -o /dev/stdout into a file, a model
-  // folder's link to the current file); what exists and is not a regular
-  // file (-o /dev/null, a pipe) is written in place.
-  std::error_code ec;
-  std::string dest = path;
-  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
-    const auto real = std::filesystem::canonical(path, ec);
-    if (!ec) dest = real.string();
-  }
-  const auto st = std::filesystem::status(dest, ec);
-  const bool in_place = std::filesystem::exists(st) && !std::filesystem::is_regular_file(st);
-  const std::string target = in_place ? dest : dest + ".part";
+  // Replaced whole or not at all (util/atomic_file.h): a write cut short (a
+  // full disk, Ctrl-C, a kill) never leaves a truncated model where a good
+  // one was. Through a symbolic link, its file is replaced (-o /dev/stdout
+  // into a file); /dev/null or a pipe is written in place.
+  SS_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::create(path));
   std::vector<uint64_t> offsets;
-  const std::vector<uint8_t> head = header(alignment, offsets);
-  FILE* f = std::fopen(target.c_str(), "wb");
-  if (!f) return make_error(target + ": cannot create");
-  bool ok = std::fwrite(head.data(), 1, head.size(), f) == head.size();
+  SS_TRY(out.write(header(alignment, offsets)));
   uint64_t written = 0;  // bytes of the data section so far
   std::vector<uint8_t> buf;
-  for (size_t i = 0; ok && i < tensors_.size(); ++i) {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
     const Tensor& t = tensors_[i];
     buf.assign(offsets[i] - written, 0);  // alignment padding
-    ok = buf.empty() || std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
+    SS_TRY(out.write(buf));
     written = offsets[i];
     if (!t.produced()) {
-      ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), f) == t.data.size();
+      SS_TRY(out.write(t.data));
     } else if (t.fill_all) {
       buf.resize(t.size());
       t.produce(buf.data());
-      ok = ok && std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
+      SS_TRY(out.write(buf));
     } else {
       const size_t rb = row_bytes(t.type, t.ne[0]);
       const int64_t rows = static_cast<int64_t>(t.size() / rb);
       buf.resize(rb);
-      for (int64_t r = 0; ok && r < rows; ++r) {
+      for (int64_t r = 0; r < rows; ++r) {
         t.fill(r, buf.data());
-        ok = std::fwrite(buf.data(), 1, rb, f) == rb;
+        SS_TRY(out.write(buf));
       }
     }
     written += t.size();
   }
-  if (std::fclose(f) != 0 || !ok) {
-    if (!in_place) std::remove(target.c_str());
-    return make_error(target + ": write failed");
-  }
-  if (in_place) return ok_status();
-  std::filesystem::rename(target, dest, ec);
-  if (ec) {
-    std::remove(target.c_str());
-    return make_error(dest + ": cannot rename from " + target + ": " + ec.message());
-  }
-  return ok_status();
+  return out.commit();
 }
 
 }  // namespace ss

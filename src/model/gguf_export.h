@@ -56,8 +56,9 @@ struct ExportSummary {
   std::vector<std::pair<std::string, int>> type_counts;  // type name -> tensors
 };
 
-// Writes OUT via OUT.part and a rename, so a failure never leaves a partial
-// file under the asked-for name.
+// Writes OUT whole or not at all (util/atomic_file.h: a temporary beside it,
+// fsynced and renamed), so a failure never leaves a partial file under the
+// asked-for name.
 Result<ExportSummary> write_gguf_export(const ExportSource& src, const ExportOptions& opt, const std::string& out);
 
 }  // namespace ss

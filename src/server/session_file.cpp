@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <map>
 #include <span>
 
+#include "util/atomic_file.h"
 #include "util/byte_reader.h"
 #include "util/byte_writer.h"
 #include "util/mapped_file.h"
@@ -32,18 +32,6 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   return h;
 }
 
-Status write_all(int fd, std::span<const uint8_t> b, const std::string& path) {
-  size_t off = 0;
-  while (off < b.size()) {
-    const ssize_t n = ::write(fd, b.data() + off, b.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return make_error(path + ": write failed: " + std::strerror(errno));
-    }
-    off += static_cast<size_t>(n);
-  }
-  return ok_status();
-}
 }  // namespace
 
 ModelFingerprint fingerprint_of(const ModelConfig& c) {
@@ -220,17 +208,9 @@ static Result<SessionRecord> load_one(const std::string& path, const ModelFinger
 Status save_session(const std::string& dir, const SessionRecord& rec, const ModelFingerprint& fp, std::string* note) {
   if (!valid_session_id(rec.id)) return make_error("invalid session id");
   const std::string path = session_path(dir, rec.id);
-  const std::string tmp = path + ".tmp";
   const auto bytes = encode_session(rec, fp);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return make_error(tmp + ": cannot create: " + std::strerror(errno));
-  Status st = write_all(fd, bytes, tmp);
-  if (st.ok() && ::fsync(fd) != 0) st = make_error(tmp + ": fsync failed: " + std::strerror(errno));
-  ::close(fd);
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
+  SS_ASSIGN_OR_RETURN(AtomicFile out, AtomicFile::create(path, 0600));
+  SS_TRY(out.write(bytes));
   // Keep the previous good copy as .bak (a newest file that is corrupt —
   // torn, bit rot — must not replace a good .bak). The path itself is never
   // missing, not even for a moment: the old file becomes .bak through a
@@ -242,27 +222,17 @@ Status save_session(const std::string& dir, const SessionRecord& rec, const Mode
     if (auto old = load_one(path, fp); old.ok()) {
       const std::string bak = path + ".bak", bak_tmp = path + ".bak.tmp";
       ::unlink(bak_tmp.c_str());
-      if (::link(path.c_str(), bak_tmp.c_str()) != 0) {
-        auto f = MappedFile::open(path);
-        const int bfd = f.ok() ? ::open(bak_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-        if (bfd >= 0) {
-          const bool copied = write_all(bfd, f.value()->bytes(), bak_tmp).ok();
-          ::close(bfd);
-          if (!copied) ::unlink(bak_tmp.c_str());
-        }
+      if (::link(path.c_str(), bak_tmp.c_str()) == 0) {
+        ::rename(bak_tmp.c_str(), bak.c_str());
+      } else if (auto f = MappedFile::open(path); f.ok()) {  // no hard links here: a copy
+        if (auto copy = AtomicFile::create(bak, 0600); copy.ok() && copy->write(f.value()->bytes()).ok())
+          (void)copy->commit();
       }
-      ::rename(bak_tmp.c_str(), bak.c_str());  // fails harmlessly when neither worked
     } else if (note) {
       *note = "discarded " + old.error().message + " instead of keeping it as the backup";
     }
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return make_error(path + ": rename failed: " + std::strerror(errno));
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return ok_status();
+  return out.commit();
 }
 
 Result<SessionRecord> load_session(const std::string& path, const ModelFingerprint& fp, std::string* fallback) {

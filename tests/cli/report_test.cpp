@@ -120,6 +120,11 @@ TEST(Reports, AttentionTableAndHeatmaps) {
   for (const auto& f : {svg, map}) std::remove(f.c_str());
   const auto bad = run("attention -m " + test::shared("models/tinystories-656k") + " -p hello --layer 9");
   EXPECT_EQ(bad.rc, 1);
+  // A heatmap that cannot be written is an error, not a silent success.
+  const auto unwritable =
+      run("attention -m " + test::shared("models/tinystories-656k") + " -p hello --svg /nonexistent/dir/a.svg");
+  EXPECT_EQ(unwritable.rc, 1);
+  EXPECT_NE(unwritable.err.find("/nonexistent/dir/a.svg"), std::string::npos) << unwritable.err;
 }
 
 // --kept: one panel per policy; position-only policies keep exactly their

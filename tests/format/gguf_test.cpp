@@ -60,10 +60,7 @@ TEST(Gguf, WriterRoundTrip) {
 // whole: GgufWriter writes beside it and renames. Through a link, the file it
 // names; devices in place.
 TEST(Gguf, WriteCutShortLeavesTheOldFile) {
-  // `part` is where the writer puts the file until it is whole (removed by
-  // TempPath: the cut-short write leaves it).
-  const test::TempPath path("cut.gguf"), part("cut.gguf.part");
-  ASSERT_EQ(part.path, path.path + ".part");
+  const test::TempPath path("cut.gguf");
   GgufWriter good;
   good.set_string("general.architecture", "llama");
   good.add_tensor("t", GgmlType::F32, {64, 3}, std::vector<float>(64 * 3, 1.0f));
@@ -87,13 +84,17 @@ TEST(Gguf, WriteCutShortLeavesTheOldFile) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 3);  // died mid-tensor
   EXPECT_EQ(test::read_file(path.path), before);
-  EXPECT_TRUE(std::filesystem::exists(part.path));  // the cut-short copy, beside it
+  // The cut-short copy, beside it (a kill leaves no one to remove it).
+  const auto parts = test::partial_files_of(path.path);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].rfind(path.path + ".part." + std::to_string(child) + ".", 0), 0u) << parts[0];  // the child's
+  std::filesystem::remove(parts[0]);
   // A whole write replaces the file and leaves nothing beside it.
   GgufWriter next;
   next.set_string("general.architecture", "llama");
   next.add_tensor("t", GgmlType::F32, {64, 4}, std::vector<float>(64 * 4, 2.0f));
   ASSERT_TRUE(next.write(path.path).ok());
-  EXPECT_FALSE(std::filesystem::exists(part.path));
+  EXPECT_TRUE(test::partial_files_of(path.path).empty());
   auto g = GgufFile::open(path.path);
   ASSERT_TRUE(g.ok()) << g.error().message;
   EXPECT_EQ(g->tensor("t")->ne1, 4);
@@ -103,7 +104,8 @@ TEST(Gguf, WriteCutShortLeavesTheOldFile) {
   ASSERT_TRUE(good.write(link.path).ok());
   EXPECT_TRUE(std::filesystem::is_symlink(link.path));
   EXPECT_EQ(test::read_file(path.path), before);
-  EXPECT_FALSE(std::filesystem::exists(link.path + ".part"));
+  EXPECT_TRUE(test::partial_files_of(link.path).empty());
+  EXPECT_TRUE(test::partial_files_of(path.path).empty());
   // -o /dev/null: written in place, the device left a device.
   ASSERT_TRUE(next.write("/dev/null").ok());
   struct stat st {};

@@ -1,0 +1,116 @@
+#include "util/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+namespace ss {
+
+namespace {
+std::string errno_text() { return std::strerror(errno); }
+
+// The folder a rename in it must be made durable in.
+std::string folder_of(const std::string& path) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? "." : parent.string();
+}
+}  // namespace
+
+Result<AtomicFile> AtomicFile::create(const std::string& path, mode_t mode) {
+  std::error_code ec;
+  std::string dest = path;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+    const auto real = std::filesystem::canonical(path, ec);
+    if (!ec) dest = real.string();
+  }
+  const auto st = std::filesystem::status(dest, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    std::FILE* f = std::fopen(dest.c_str(), "wb");
+    if (!f) return make_error(dest + ": cannot open for writing: " + errno_text());
+    return AtomicFile(dest, dest, f, true);
+  }
+  static std::atomic<unsigned> counter{0};
+  const std::string temp = dest + ".part." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  // O_EXCL: a name another writer holds is never truncated under it.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (fd < 0) return make_error(temp + ": cannot create: " + errno_text());
+  std::FILE* f = ::fdopen(fd, "wb");
+  if (!f) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    return make_error(temp + ": cannot open: " + errno_text());
+  }
+  return AtomicFile(dest, temp, f, false);
+}
+
+AtomicFile::AtomicFile(AtomicFile&& other) noexcept
+    : dest_(std::move(other.dest_)),
+      temp_(std::move(other.temp_)),
+      f_(std::exchange(other.f_, nullptr)),
+      in_place_(other.in_place_),
+      failed_(other.failed_) {}
+
+AtomicFile::~AtomicFile() { abandon(); }
+
+void AtomicFile::abandon() {
+  if (!f_) return;
+  std::fclose(f_);
+  f_ = nullptr;
+  if (!in_place_) ::unlink(temp_.c_str());
+}
+
+Status AtomicFile::write(const void* data, size_t bytes) {
+  if (!f_) return make_error(temp_ + ": already closed");
+  if (!failed_ && bytes > 0 && std::fwrite(data, 1, bytes, f_) != bytes) failed_ = true;
+  if (failed_) return make_error(temp_ + ": write failed: " + errno_text());
+  return ok_status();
+}
+
+Status AtomicFile::commit() {
+  if (!f_) return make_error(temp_ + ": already closed");
+  if (failed_ || std::fflush(f_) != 0) {
+    const std::string why = errno_text();
+    abandon();
+    return make_error(temp_ + ": write failed: " + why);
+  }
+  // A pipe or terminal cannot be synced (EINVAL): only real files must be.
+  if (!in_place_ && ::fsync(::fileno(f_)) != 0) {
+    const std::string why = errno_text();
+    abandon();
+    return make_error(temp_ + ": fsync failed: " + why);
+  }
+  const int closed = std::fclose(f_);
+  f_ = nullptr;
+  if (closed != 0) {
+    const std::string why = errno_text();
+    if (!in_place_) ::unlink(temp_.c_str());
+    return make_error(temp_ + ": write failed: " + why);
+  }
+  if (in_place_) return ok_status();
+  if (::rename(temp_.c_str(), dest_.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(temp_.c_str());
+    return make_error(dest_ + ": cannot rename from " + temp_ + ": " + why);
+  }
+  // The rename itself is durable only once its folder is.
+  const int dfd = ::open(folder_of(dest_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return ok_status();
+}
+
+Status write_file_atomically(const std::string& path, std::string_view bytes, mode_t mode) {
+  SS_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(path, mode));
+  SS_TRY(f.write(bytes.data(), bytes.size()));
+  return f.commit();
+}
+
+}  // namespace ss

@@ -1,0 +1,124 @@
+// AtomicFile: the destination is its old content or the whole new one, never
+// a part; temporaries never outlive a write that ended, and two writers never
+// share one.
+#include "util/atomic_file.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "test_paths.h"
+
+namespace ss {
+namespace {
+
+void put(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+Status write_text(const std::string& path, const std::string& text, mode_t mode = 0666) {
+  auto f = AtomicFile::create(path, mode);
+  if (!f.ok()) return f.error();
+  SS_TRY(f->write(text.data(), text.size()));
+  return f->commit();
+}
+
+TEST(AtomicFile, CommitReplacesTheFileWholeWithTheAskedMode) {
+  const test::TempPath path("atomic_commit");
+  put(path.path, "old");
+  auto f = AtomicFile::create(path.path, 0600);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_NE(f->temporary(), path.path);
+  ASSERT_TRUE(f->write("new ", 4).ok());
+  ASSERT_TRUE(f->write("text", 4).ok());
+  EXPECT_EQ(test::read_file(path.path), "old");  // nothing shows before the commit
+  ASSERT_TRUE(f->commit().ok());
+  EXPECT_EQ(test::read_file(path.path), "new text");
+  struct stat st {};
+  ASSERT_EQ(stat(path.path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_TRUE(test::partial_files_of(path.path).empty());
+  EXPECT_FALSE(f->commit().ok());  // once only
+}
+
+TEST(AtomicFile, AbandonedWriteLeavesTheOldFileAndNoTemporary) {
+  const test::TempPath path("atomic_abandon");
+  put(path.path, "old");
+  {
+    auto f = AtomicFile::create(path.path);
+    ASSERT_TRUE(f.ok());
+    ASSERT_TRUE(f->write("half", 4).ok());
+    EXPECT_EQ(test::partial_files_of(path.path).size(), 1u);
+  }
+  EXPECT_EQ(test::read_file(path.path), "old");
+  EXPECT_TRUE(test::partial_files_of(path.path).empty());
+}
+
+TEST(AtomicFile, TwoWritersAtOnceNeverShareATemporaryAndTheLastCommitWins) {
+  const test::TempPath path("atomic_two");
+  auto a = AtomicFile::create(path.path);
+  auto b = AtomicFile::create(path.path);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->temporary(), b->temporary());
+  const std::string long_text(100000, 'a'), short_text = "b";
+  ASSERT_TRUE(a->write(long_text.data(), long_text.size()).ok());
+  ASSERT_TRUE(b->write(short_text.data(), short_text.size()).ok());
+  ASSERT_TRUE(b->commit().ok());
+  EXPECT_EQ(test::read_file(path.path), short_text);
+  ASSERT_TRUE(a->commit().ok());
+  EXPECT_EQ(test::read_file(path.path), long_text);
+  EXPECT_TRUE(test::partial_files_of(path.path).empty());
+}
+
+TEST(AtomicFile, AFailedWriteIsReportedAndLeavesTheOldFile) {
+  // No file may grow past 4 KiB: writes past it fail (EFBIG), as on a full
+  // disk (ENOSPC). SIGXFSZ ignored, or it would end the test.
+  const test::TempPath path("atomic_full");
+  put(path.path, "old");
+  rlimit old_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  const auto old_handler = signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old_limit;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  const Status st = write_text(path.path, std::string(1 << 20, 'x'));
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find(".part."), std::string::npos) << st.error().message;
+  EXPECT_EQ(test::read_file(path.path), "old");
+  EXPECT_TRUE(test::partial_files_of(path.path).empty());
+}
+
+TEST(AtomicFile, ALinkKeepsPointingAtTheReplacedFile) {
+  const test::TempPath dir("atomic_link");
+  std::filesystem::create_directories(dir.path);
+  const std::string target = dir.path + "/model", link = dir.path + "/current";
+  put(target, "old");
+  std::filesystem::create_symlink(target, link);
+  ASSERT_TRUE(write_text(link, "new").ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(test::read_file(target), "new");
+  EXPECT_TRUE(test::partial_files_of(target).empty());
+  EXPECT_TRUE(test::partial_files_of(link).empty());
+}
+
+TEST(AtomicFile, ADeviceIsWrittenInPlace) {
+  ASSERT_TRUE(write_text("/dev/null", "anything").ok());
+  struct stat st {};
+  ASSERT_EQ(stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST(AtomicFile, AMissingFolderIsAClearError) {
+  const test::TempPath dir("atomic_missing");
+  const Status st = write_text(dir.path + "/no/such/file", "x");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("cannot create"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace ss
