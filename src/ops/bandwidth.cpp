@@ -26,20 +26,24 @@ SS_CLONE_IMPL uint32_t read_sum_impl(const uint32_t* x, size_t n) {
 }
 SS_CLONED(uint32_t, read_sum, (const uint32_t* x, size_t n), (x, n))
 
-// The sum of words [0, n) of a and of b (n % 64 == 0), read side by side
-// with every line prefetched kAheadWords ahead in both: two far-apart
-// streams per core with software prefetch, as the decode GEMVs read (at two
-// threads on the Zen 5 VM decode had outrun the plain sum by 12-23%; this
-// sweep reads 22-39% faster than it there, 2-7% at one thread; 8 KiB ahead
-// read the same within noise).
+// The sum of words [0, n) of a and of b (n % 64 == 0), read side by side:
+// two far-apart streams per core, as the decode GEMVs read. kHint: every
+// line asked for kAheadWords ahead in both (at two threads on the Zen 5 VM
+// decode had outrun the plain sum by 12-23%; this sweep reads 22-39% faster
+// than it there, 2-7% at one thread; 8 KiB ahead read the same within
+// noise). Without the hint (the hardware prefetchers alone), at one thread
+// the same VM read two streams 20-30% faster than one, and faster than
+// with it.
 constexpr size_t kAheadWords = 1024;  // 4 KiB
-SS_CLONE_IMPL uint32_t read_pair_sum_impl(const uint32_t* a, const uint32_t* b, size_t n) {
+template <bool kHint>
+[[gnu::always_inline]] inline uint32_t pair_sum(const uint32_t* a, const uint32_t* b, size_t n) {
   uint32_t acc[2][32] = {};
   for (size_t i = 0; i < n; i += 64) {
-    for (size_t line = 0; line < 64; line += 16) {
-      __builtin_prefetch(a + i + kAheadWords + line, 0, 3);
-      __builtin_prefetch(b + i + kAheadWords + line, 0, 3);
-    }
+    if constexpr (kHint)
+      for (size_t line = 0; line < 64; line += 16) {
+        __builtin_prefetch(a + i + kAheadWords + line, 0, 3);
+        __builtin_prefetch(b + i + kAheadWords + line, 0, 3);
+      }
     for (int k = 0; k < 32; ++k) {
       acc[0][k] += a[i + k] + a[i + 32 + k];
       acc[1][k] += b[i + k] + b[i + 32 + k];
@@ -49,7 +53,14 @@ SS_CLONE_IMPL uint32_t read_pair_sum_impl(const uint32_t* a, const uint32_t* b, 
   for (int k = 0; k < 32; ++k) s += acc[0][k] + acc[1][k];
   return s;
 }
+SS_CLONE_IMPL uint32_t read_pair_sum_impl(const uint32_t* a, const uint32_t* b, size_t n) {
+  return pair_sum<true>(a, b, n);
+}
 SS_CLONED(uint32_t, read_pair_sum, (const uint32_t* a, const uint32_t* b, size_t n), (a, b, n))
+SS_CLONE_IMPL uint32_t read_pair_sum_bare_impl(const uint32_t* a, const uint32_t* b, size_t n) {
+  return pair_sum<false>(a, b, n);
+}
+SS_CLONED(uint32_t, read_pair_sum_bare, (const uint32_t* a, const uint32_t* b, size_t n), (a, b, n))
 
 // Pieces of 64 KiB (the last of a range shorter): the plain sweep hands
 // them out to the threads as they come free.
@@ -71,12 +82,13 @@ std::vector<Piece> pieces_of(std::span<const ByteRange> ranges, size_t* bytes) {
   return pieces;
 }
 
-// Piece i read alone, or (pair) pieces i and j side by side.
-uint32_t read_pieces(const std::vector<Piece>& pieces, size_t i, size_t j, bool pair) {
+// Piece i read alone, or (pair) pieces i and j side by side (hint: with
+// software prefetch).
+uint32_t read_pieces(const std::vector<Piece>& pieces, size_t i, size_t j, bool pair, bool hint = true) {
   if (!pair) return read_sum(pieces[i].words, pieces[i].n);
   const Piece &a = pieces[i], &b = pieces[j];
   const size_t n = std::min(a.n, b.n);
-  uint32_t s = read_pair_sum(a.words, b.words, n);
+  uint32_t s = hint ? read_pair_sum(a.words, b.words, n) : read_pair_sum_bare(a.words, b.words, n);
   if (a.n > n) s += read_sum(a.words + n, a.n - n);
   if (b.n > n) s += read_sum(b.words + n, b.n - n);
   return s;
@@ -93,11 +105,12 @@ ReadSweep sweep(ThreadPool& pool, const std::vector<Piece>& pieces, size_t bytes
   const auto start = std::chrono::steady_clock::now();
   pool.parallel_for(threads, [&](size_t first, size_t last) {
     uint32_t s = 0;
-    if (method == ReadMethod::TwoStreams) {
+    if (method == ReadMethod::TwoStreams || method == ReadMethod::TwoBareStreams) {
+      const bool hint = method == ReadMethod::TwoStreams;
       for (size_t t = first; t < last; ++t) {
         const size_t lo = pieces.size() * t / threads, hi = pieces.size() * (t + 1) / threads;
         const size_t half = (hi - lo) / 2;
-        for (size_t i = lo; i < lo + half; ++i) s += read_pieces(pieces, i, i + half, true);
+        for (size_t i = lo; i < lo + half; ++i) s += read_pieces(pieces, i, i + half, true, hint);
         if ((hi - lo) % 2) s += read_pieces(pieces, hi - 1, 0, false);
       }
     } else {
@@ -124,7 +137,7 @@ double measure_read_bandwidth(ThreadPool& pool, std::span<const ByteRange> range
   if (bytes == 0) return 0;
   double best = 0;
   for (int r = 0; r < reps; ++r)
-    for (ReadMethod m : {ReadMethod::Plain, ReadMethod::TwoStreams})
+    for (ReadMethod m : {ReadMethod::Plain, ReadMethod::TwoStreams, ReadMethod::TwoBareStreams})
       if (method == ReadMethod::Best || method == m) best = std::max(best, sweep(pool, pieces, bytes, m).bytes_per_s);
   return best;
 }

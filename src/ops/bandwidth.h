@@ -14,20 +14,21 @@ struct ByteRange {
   size_t bytes;
 };
 
-// How a sweep reads: a plain streaming sum, one stream per thread; or two
-// far-apart streams per thread with software prefetch, as the decode GEMVs
-// read (faster on some machines); Best: each, the faster counts.
-enum class ReadMethod { Plain, TwoStreams, Best };
+// How a sweep reads: a plain streaming sum, one stream per thread; two
+// far-apart streams per thread with software prefetch (faster on some
+// machines at two threads), or without it (faster at one thread on the Zen 5
+// VM), as the decode GEMVs read; Best: each, the fastest counts.
+enum class ReadMethod { Plain, TwoStreams, TwoBareStreams, Best };
 
-// Best of `reps` sweeps (both methods) over a fresh buffer of `bytes`, in
+// Best of `reps` sweeps (every method) over a fresh buffer of `bytes`, in
 // bytes per second.
 double measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 5);
 
 // Best of `reps` sweeps over the given memory (a decode step's weights, say),
 // summed as 32-bit integers (arbitrary bytes: no float assists), in bytes per
 // second: how fast this process reads exactly what decode reads, where it
-// lies. Each range's size is rounded down to 256 bytes. Best runs both
-// methods in each rep.
+// lies. Each range's size is rounded down to 256 bytes. Best runs every
+// method in each rep.
 double measure_read_bandwidth(ThreadPool& pool, std::span<const ByteRange> ranges, int reps = 5,
                               ReadMethod method = ReadMethod::Best);
 

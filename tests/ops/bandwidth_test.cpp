@@ -35,7 +35,7 @@ TEST(ReadBandwidth, EveryMethodReadsEachWordOnce) {
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
     test::at_every_clone_level([&] {
-      for (ReadMethod m : {ReadMethod::Plain, ReadMethod::TwoStreams}) {
+      for (ReadMethod m : {ReadMethod::Plain, ReadMethod::TwoStreams, ReadMethod::TwoBareStreams}) {
         const ReadSweep s = read_sweep(pool, ranges, m);
         EXPECT_EQ(s.sum, expected) << "threads " << threads << " method " << static_cast<int>(m);
         EXPECT_GT(s.bytes_per_s, 0);
