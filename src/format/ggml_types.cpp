@@ -6,6 +6,7 @@
 
 #include "format/quantize_ref.h"
 #include "util/check.h"
+#include "util/float_int.h"
 #include "util/fp16.h"
 
 namespace ss {
@@ -232,7 +233,8 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
         const uint16_t dh = fp32_to_fp16(d);
         std::memcpy(blk, &dh, 2);
         for (int i = 0; i < kQ8_0Block; ++i)
-          reinterpret_cast<int8_t*>(blk + 2)[i] = static_cast<int8_t>(std::lround(x[i] * id));
+          reinterpret_cast<int8_t*>(blk + 2)[i] =
+              static_cast<int8_t>(std::clamp(saturate_to_int(std::round(x[i] * id)), -127, 127));
       }
       return;
     case GgmlType::Q4_0:
@@ -251,8 +253,7 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
         const uint16_t dh = fp32_to_fp16(d);
         std::memcpy(blk, &dh, 2);
         for (int i = 0; i < kQ4_0Block / 2; ++i) {
-          const int lo = std::min(15, static_cast<int>(x[i] * id + 8.5f));
-          const int hi = std::min(15, static_cast<int>(x[i + kQ4_0Block / 2] * id + 8.5f));
+          const int lo = level_of(x[i] * id, 8, 15), hi = level_of(x[i + kQ4_0Block / 2] * id, 8, 15);
           blk[2 + i] = static_cast<uint8_t>(lo | (hi << 4));
         }
       }
@@ -279,7 +280,9 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
         const float* x = src + b * kMxfp4Block;
         float amax = 0;
         for (int i = 0; i < kMxfp4Block; ++i) amax = std::max(amax, std::fabs(x[i]));
-        const int e = amax > 0 ? std::clamp(static_cast<int>(std::floor(std::log2(amax))) - 2 + 127, 1, 254) : 0;
+        // log2 of an infinite amax is infinite: bounded before the integer.
+        const float top = std::clamp(std::floor(std::log2(amax)), -256.0f, 256.0f);
+        const int e = amax > 0 ? std::clamp(saturate_to_int(top) - 2 + 127, 1, 254) : 0;
         const float d = mxfp4_half_scale(static_cast<uint8_t>(e));
         uint8_t* blk = p + b * kMxfp4Bytes;
         blk[0] = static_cast<uint8_t>(e);

@@ -4,14 +4,16 @@
 #include <cmath>
 #include <cstring>
 
+#include "util/float_int.h"
 #include "util/fp16.h"
 
 namespace ss {
 
 namespace {
 
-// Round half to even (the default rounding mode), as ggml's nearest_int.
-int nearest(float v) { return static_cast<int>(std::nearbyint(v)); }
+// Round half to even (the default rounding mode), as ggml's nearest_int;
+// NaN gives 0 (util/float_int.h).
+int nearest(float v) { return round_to_int(v); }
 
 float half_at(const uint8_t* p) {
   uint16_t h;
@@ -238,8 +240,7 @@ void quantize_block_q5_0(const float* x, uint8_t* blk) {
   put_half(blk, d);
   uint32_t qh = 0;
   for (int i = 0; i < 16; ++i) {
-    const int a = std::min(31, static_cast<int>(x[i] * id + 16.5f));
-    const int b = std::min(31, static_cast<int>(x[i + 16] * id + 16.5f));
+    const int a = level_of(x[i] * id, 16, 31), b = level_of(x[i + 16] * id, 16, 31);
     blk[6 + i] = static_cast<uint8_t>((a & 0xF) | ((b & 0xF) << 4));
     qh |= static_cast<uint32_t>(a >> 4) << i;
     qh |= static_cast<uint32_t>(b >> 4) << (i + 16);
@@ -259,8 +260,8 @@ void quantize_block_q5_1(const float* x, uint8_t* blk) {
   put_half(blk + 2, lo);
   uint32_t qh = 0;
   for (int i = 0; i < 16; ++i) {
-    const int a = static_cast<int>((x[i] - lo) * id + 0.5f);
-    const int b = static_cast<int>((x[i + 16] - lo) * id + 0.5f);
+    const int a = std::clamp(saturate_to_int((x[i] - lo) * id + 0.5f), 0, 31);
+    const int b = std::clamp(saturate_to_int((x[i + 16] - lo) * id + 0.5f), 0, 31);
     blk[8 + i] = static_cast<uint8_t>((a & 0xF) | ((b & 0xF) << 4));
     qh |= static_cast<uint32_t>((a >> 4) & 1) << i;
     qh |= static_cast<uint32_t>((b >> 4) & 1) << (i + 16);

@@ -15,6 +15,7 @@
 #include "ops/matmul_int8_decoded.h"
 #include "util/check.h"
 #include "util/cpu_features.h"
+#include "util/float_int.h"
 #include "util/fp16.h"
 
 #if defined(__x86_64__)
@@ -128,7 +129,7 @@ void quantize_block_scalar(const float* x, int8_t* q, float* d_out, int32_t* hal
   const float id = d > 0 ? 1.0f / d : 0.0f;
   half_sums[0] = half_sums[1] = 0;
   for (int i = 0; i < kActBlock; ++i) {
-    q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
+    q[i] = static_cast<int8_t>(std::clamp(round_to_int(x[i] * id), -127, 127));
     half_sums[i / 16] += q[i];
   }
   *d_out = d;

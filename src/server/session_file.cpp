@@ -23,7 +23,9 @@ constexpr uint32_t kMagic = 0x564B5353;  // "SSKV"
 // counted in floats.)
 constexpr uint32_t kVersion = 4;  // 4: last turn's idempotency key and reply
 
-uint64_t fnv1a(const uint8_t* p, size_t n) {
+}  // namespace
+
+uint64_t session_checksum(const uint8_t* p, size_t n) {  // FNV-1a
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; ++i) {
     h ^= p[i];
@@ -31,8 +33,6 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   }
   return h;
 }
-
-}  // namespace
 
 ModelFingerprint fingerprint_of(const ModelConfig& c) {
   return {c.full_layers(), c.kv_dim(), c.n_vocab, c.n_layers - c.full_layers(), c.sliding_window()};
@@ -77,7 +77,7 @@ std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerpri
   b.insert(b.end(), r.state.rows.begin(), r.state.rows.end());
   put<uint64_t>(b, r.state.sliding_rows.size());
   b.insert(b.end(), r.state.sliding_rows.begin(), r.state.sliding_rows.end());
-  put(b, fnv1a(b.data(), b.size()));
+  put(b, session_checksum(b.data(), b.size()));
   return b;
 }
 
@@ -85,7 +85,7 @@ Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const Mo
   if (bytes.size() < 16) return make_error("session file truncated");
   uint64_t sum;
   std::memcpy(&sum, bytes.data() + bytes.size() - 8, 8);
-  if (sum != fnv1a(bytes.data(), bytes.size() - 8))
+  if (sum != session_checksum(bytes.data(), bytes.size() - 8))
     return make_error("session file checksum mismatch (torn or corrupt)");
   ByteReader r(std::span<const uint8_t>(bytes.data(), bytes.size() - 8));
   uint32_t magic, version;

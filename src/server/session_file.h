@@ -33,6 +33,9 @@ struct ModelFingerprint {
 };
 ModelFingerprint fingerprint_of(const ModelConfig& c);
 
+// The checksum that ends a session file: of every byte before it.
+uint64_t session_checksum(const uint8_t* p, size_t n);
+
 std::vector<uint8_t> encode_session(const SessionRecord& r, const ModelFingerprint& fp);
 Result<SessionRecord> decode_session(const std::vector<uint8_t>& bytes, const ModelFingerprint& fp);
 

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "format/ggml_types.h"
 
@@ -35,6 +37,43 @@ TEST(Quant, RoundTripErrorIsBounded) {
       for (int i = 0; i < B; ++i)
         EXPECT_LE(std::fabs(x[b * B + i] - y[b * B + i]), c.tol * amax + 1e-6f)
             << type_name(static_cast<uint32_t>(c.t));
+    }
+  }
+}
+
+// NaN and infinities reach the quantizers (a model's weights, a restored
+// session's KV rows, overflowed activations): every type quantizes them
+// without undefined behaviour (the sanitizer builds run this), a block
+// without them comes out as it would alone, and the symmetric types put NaN
+// at the level that decodes to zero and leave its block's other values
+// unharmed.
+TEST(Quant, NonFiniteValuesQuantizeToDefinedLevels) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  constexpr int n = 256 * 3;  // one super-block each: clean, one NaN, one +inf and one -inf
+  std::vector<float> x(n);
+  for (auto& v : x) v = nd(rng);
+  x[256 + 5] = NAN;
+  x[512 + 7] = INFINITY;
+  x[512 + 200] = -INFINITY;
+  for (GgmlType t : {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K,
+                     GgmlType::Q6_K, GgmlType::MXFP4}) {
+    const std::string name = type_name(static_cast<uint32_t>(t));
+    std::vector<uint8_t> q(row_bytes(t, n)), clean(row_bytes(t, 256));
+    quantize_row(t, x.data(), q.data(), n);
+    quantize_row(t, x.data(), clean.data(), 256);
+    EXPECT_TRUE(std::equal(clean.begin(), clean.end(), q.begin())) << name;
+    if (t != GgmlType::Q8_0 && t != GgmlType::Q4_0) continue;
+    std::vector<float> y(n);
+    dequantize_row(t, q.data(), y.data(), n);
+    EXPECT_EQ(y[256 + 5], 0.0f) << name;
+    const int b0 = 256 + 5 - 5 % 32;  // the NaN's block of 32
+    float amax = 0;
+    for (int i = b0; i < b0 + 32; ++i)
+      if (i != 256 + 5) amax = std::max(amax, std::fabs(x[i]));
+    for (int i = b0; i < b0 + 32; ++i) {
+      if (i == 256 + 5) continue;
+      EXPECT_LE(std::fabs(x[i] - y[i]), amax / (t == GgmlType::Q8_0 ? 127 : 7) + 1e-6f) << name;
     }
   }
 }
