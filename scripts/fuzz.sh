@@ -25,7 +25,7 @@ secs="${FUZZ_SECONDS:-60}"
 seed="${FUZZ_SEED:-1}"
 shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
 out="${FUZZ_OUT:-build/asan/fuzz-out}"
-targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body stream_text session)
+targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body stream_text session gguf_forward)
 configure_preset asan
 cmake --build --preset asan -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 rm -rf "$out" && mkdir -p "$out"
@@ -37,6 +37,9 @@ for t in "${targets[@]}"; do
   cp fuzz/seeds/"$t"/* "$c"/ 2>/dev/null || true
   case "$t" in
     gguf) cp "$m/stories260K/stories260K.gguf" "$c/" ;;
+    gguf_forward)
+      cp "$m/stories260K/stories260K.gguf" "$c/"
+      for a in "$shared"/golden/arch/*/; do cp "$a/model.gguf" "$c/$(basename "$a").gguf"; done ;;
     llama2c) { cat "$m/stories260K/stories260K.bin"; printf '%s' "$sep"; cat "$m/stories260K/tok512.bin"; } >"$c/stories260K" ;;
     safetensors)
       { cat "$m/tinystories-656k/config.json"; printf '%s' "$sep"; cat "$m/tinystories-656k/model.safetensors";
@@ -49,7 +52,8 @@ done
 # -O1 asan build; the gate is a smoke check on every push, explore mode is
 # where bugs are hunted).
 declare -A runs=([gguf]=45000 [safetensors]=100000 [llama2c]=90000 [tokenizer_json]=14000
-                 [tokenizer_codec]=34000 [http_body]=700000 [stream_text]=370000 [session]=120000)
+                 [tokenizer_codec]=34000 [http_body]=700000 [stream_text]=370000 [session]=120000
+                 [gguf_forward]=3000)
 norand=(setarch "$(uname -m)" -R)
 "${norand[@]}" true 2>/dev/null || norand=()
 # One target: its result line in $out/$t.result (FAILED there fails the run).

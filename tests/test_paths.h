@@ -1,6 +1,8 @@
 #pragma once
 // Where tests find ../shared (models, golden data): $SINKSTREAM_SHARED or the
 // directory beside the repository.
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -60,6 +62,31 @@ inline std::vector<std::string> partial_files_of(const std::string& path) {
     if (e.path().filename().string().rfind(prefix, 0) == 0) found.push_back(e.path().string());
   return found;
 }
+
+// While in scope, no file this process writes may grow past `bytes`: a
+// write past it fails with EFBIG, as on a full disk with ENOSPC (SIGXFSZ,
+// which would end the process, ignored meanwhile). Restored on the way out,
+// also when a fatal assertion returns early.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &old_);
+    old_handler_ = signal(SIGXFSZ, SIG_IGN);
+    rlimit small = old_;
+    small.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &small);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &old_);
+    signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit old_{};
+  sighandler_t old_handler_ = SIG_DFL;
+};
 
 // A temp_path that is removed (file or tree) when the test leaves its scope,
 // also when a fatal assertion returns early, so failed runs leave no litter.

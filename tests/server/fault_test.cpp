@@ -4,7 +4,6 @@
 // security defaults a deployment relies on.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,30 +183,20 @@ TEST(Fault, StateDirNotWritableOrFullIsReportedAndServingContinues) {
   }
   std::filesystem::remove(not_dir);
 
-  // Full: no file in this process may grow past 1 KiB (RLIMIT_FSIZE, with
-  // SIGXFSZ ignored: writes past it fail with EFBIG, as a full disk's do
-  // with ENOSPC), and a session file is larger.
+  // Full: no file in this process may grow past 1 KiB (test::FileSizeLimit),
+  // and a session file is larger.
   const std::string dir = test::temp_path("state_full");
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const auto leftovers = [&] {
-    std::vector<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(dir))
-      if (e.path().filename().string().find(".part.") != std::string::npos) names.push_back(e.path().string());
-    return names;
-  };
+  const auto leftovers = [&] { return test::partial_files_of(dir + "/s.sskv"); };
   {
     test::TestServer srv(test::stories_gguf(), test::default_sched(dir));
     auto c = srv.client();
-    rlimit old_limit{};
-    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
-    const auto old_handler = signal(SIGXFSZ, SIG_IGN);
-    rlimit small = old_limit;
-    small.rlim_cur = 1024;
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-    json j = test::post(c, "/v1/chat/completions", chat_turn("Hello.", 6, "s"));
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
-    signal(SIGXFSZ, old_handler);
+    json j;
+    {
+      const test::FileSizeLimit limit(1024);
+      j = test::post(c, "/v1/chat/completions", chat_turn("Hello.", 6, "s"));
+    }
     ASSERT_TRUE(j.contains("warning")) << j.dump();
     EXPECT_NE(j["warning"].get<std::string>().find("s.sskv.part."), std::string::npos) << j.dump();
     EXPECT_FALSE(std::filesystem::exists(dir + "/s.sskv"));
