@@ -307,6 +307,8 @@ void Scheduler::restore_sessions() {
   // pool only when the session is used again.
   const int per = blocks_per_sequence();
   const auto& eo = engine_.options();
+  if (const int n = remove_stale_temporaries(opts_.state_dir, std::chrono::hours(1)); n > 0)
+    startup_log_.push_back("removed " + std::to_string(n) + " unfinished save(s) older than an hour");
   for_each_session(
       opts_.state_dir, fp_, startup_log_, &metrics_.session_fallbacks, &metrics_.session_files_rejected,
       [&](SessionRecord&& r) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <span>
 
@@ -256,6 +257,26 @@ Status remove_session(const std::string& dir, const std::string& id) {
 }
 
 std::string session_path(const std::string& dir, const std::string& id) { return dir + "/" + id + ".sskv"; }
+
+int remove_stale_temporaries(const std::string& dir, std::chrono::seconds min_age) {
+  std::error_code ec;
+  const auto now = std::filesystem::file_time_type::clock::now();
+  int removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const auto ends_with = [&](const std::string& tail) {
+      return name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    const bool temporary = name.find(".sskv.part.") != std::string::npos ||
+                           name.find(".sskv.bak.part.") != std::string::npos || ends_with(".sskv.tmp") ||
+                           ends_with(".sskv.bak.tmp");
+    if (!temporary || !e.is_regular_file(ec)) continue;
+    const auto written = e.last_write_time(ec);
+    if (ec || now - written < min_age) continue;
+    if (std::filesystem::remove(e.path(), ec)) ++removed;
+  }
+  return removed;
+}
 
 void for_each_session(const std::string& dir, const ModelFingerprint& fp, std::vector<std::string>& problems,
                       int64_t* fallbacks, int64_t* rejected, const std::function<void(SessionRecord&&)>& fn) {

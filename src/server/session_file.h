@@ -3,6 +3,7 @@
 // written as temp file + fsync + rename (+ fsync of the directory), in a
 // versioned binary format with a checksum. A torn or corrupt file is
 // detected on load and the previous good copy (.bak) is used instead.
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -61,6 +62,12 @@ int64_t peek_session_turns(const std::string& path);
 // or a session that could not be loaded at all (counted in *rejected).
 void for_each_session(const std::string& dir, const ModelFingerprint& fp, std::vector<std::string>& problems,
                       int64_t* fallbacks, int64_t* rejected, const std::function<void(SessionRecord&&)>& fn);
+// Removes the temporaries of saves that never finished (a process killed
+// mid-write leaves PATH.part.PID.N, util/atomic_file.h; older builds left
+// .tmp) once older than `min_age`: a save takes milliseconds, so one that
+// old belongs to no writer, on this host or another sharing the folder.
+// Returns how many it removed.
+int remove_stale_temporaries(const std::string& dir, std::chrono::seconds min_age);
 // Every session in dir. Each problem is a line in `problems`: a fallback to
 // .bak (counted in *fallbacks) or a session that could not be loaded at all
 // (counted in *rejected).

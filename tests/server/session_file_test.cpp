@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "test_paths.h"
 
@@ -171,6 +173,39 @@ TEST(SessionFile, SavingNeverLeavesTheSessionMissing) {
   EXPECT_EQ(bak->turns, 298);
   EXPECT_FALSE(std::filesystem::exists(path + ".bak.tmp"));
   std::filesystem::remove_all(dir);
+}
+
+// A save killed mid-write leaves its temporary; the next start removes
+// those older than the given age (a live save takes milliseconds), and
+// nothing else: not a fresh temporary (another replica may be writing it),
+// not a session or its backup, not a file of another name.
+TEST(SessionFile, StaleTemporariesAreRemovedAndNothingElse) {
+  const test::TempPath dir("stale_temps");
+  std::filesystem::create_directories(dir.path);
+  ASSERT_TRUE(save_session(dir.path, sample(1), kFp).ok());
+  ASSERT_TRUE(save_session(dir.path, sample(2), kFp).ok());  // and a .bak
+  const std::string base = session_path(dir.path, "abc-1");
+  const auto put = [](const std::string& path, bool old) {
+    std::ofstream(path) << "x";
+    if (old)
+      std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+  };
+  const std::vector<std::string> stale = {base + ".part.123.0", base + ".bak.part.9.4", base + ".tmp",
+                                          base + ".bak.tmp"};
+  for (const auto& p : stale) put(p, true);
+  put(base + ".part.456.1", false);         // a save in progress
+  put(dir.path + "/notes.part.1.1", true);  // not ours
+  EXPECT_EQ(remove_stale_temporaries(dir.path, std::chrono::hours(1)), 4);
+  for (const auto& p : stale) EXPECT_FALSE(std::filesystem::exists(p)) << p;
+  EXPECT_TRUE(std::filesystem::exists(base + ".part.456.1"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path + "/notes.part.1.1"));
+  auto now = load_session(base, kFp);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->turns, 2);
+  auto bak = load_session(base + ".bak", kFp);
+  ASSERT_TRUE(bak.ok());
+  EXPECT_EQ(bak->turns, 1);
+  EXPECT_EQ(remove_stale_temporaries(dir.path + "/missing", std::chrono::hours(1)), 0);
 }
 
 TEST(SessionFile, EveryTruncationAndBitFlipIsDetected) {
