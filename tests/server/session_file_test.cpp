@@ -146,6 +146,16 @@ TEST(SessionFile, TurnCountIsReadFromTheHeaderAlone) {
 // the store before a turn) never finds the session missing, and the previous
 // copy is still kept as .bak. Before, the old file was renamed away first, so
 // a reader in between (or a kill -9 there) saw no session and started it over.
+// The session at `path` holds turn `turns`, its backup turn `bak_turns`.
+void expect_turns(const std::string& path, int64_t turns, int64_t bak_turns) {
+  auto now = load_session(path, kFp);
+  ASSERT_TRUE(now.ok()) << now.error().message;
+  EXPECT_EQ(now->turns, turns);
+  auto bak = load_session(path + ".bak", kFp);
+  ASSERT_TRUE(bak.ok()) << bak.error().message;
+  EXPECT_EQ(bak->turns, bak_turns);
+}
+
 TEST(SessionFile, SavingNeverLeavesTheSessionMissing) {
   const std::string dir = test::temp_path("atomic");
   std::filesystem::create_directories(dir);
@@ -165,12 +175,7 @@ TEST(SessionFile, SavingNeverLeavesTheSessionMissing) {
   reader.join();
   EXPECT_GT(looks.load(), 300);
   EXPECT_EQ(missing.load(), 0) << "of " << looks.load() << " looks";
-  auto now = load_session(path, kFp);
-  ASSERT_TRUE(now.ok());
-  EXPECT_EQ(now->turns, 299);
-  auto bak = load_session(path + ".bak", kFp);
-  ASSERT_TRUE(bak.ok());
-  EXPECT_EQ(bak->turns, 298);
+  expect_turns(path, 299, 298);
   EXPECT_FALSE(std::filesystem::exists(path + ".bak.tmp"));
   std::filesystem::remove_all(dir);
 }
@@ -199,12 +204,7 @@ TEST(SessionFile, StaleTemporariesAreRemovedAndNothingElse) {
   for (const auto& p : stale) EXPECT_FALSE(std::filesystem::exists(p)) << p;
   EXPECT_TRUE(std::filesystem::exists(base + ".part.456.1"));
   EXPECT_TRUE(std::filesystem::exists(dir.path + "/notes.part.1.1"));
-  auto now = load_session(base, kFp);
-  ASSERT_TRUE(now.ok());
-  EXPECT_EQ(now->turns, 2);
-  auto bak = load_session(base + ".bak", kFp);
-  ASSERT_TRUE(bak.ok());
-  EXPECT_EQ(bak->turns, 1);
+  expect_turns(base, 2, 1);
   EXPECT_EQ(remove_stale_temporaries(dir.path + "/missing", std::chrono::hours(1)), 0);
 }
 
