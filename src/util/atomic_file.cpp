@@ -54,7 +54,7 @@ AtomicFile::AtomicFile(AtomicFile&& other) noexcept
       temp_(std::move(other.temp_)),
       f_(std::exchange(other.f_, nullptr)),
       in_place_(other.in_place_),
-      failed_(other.failed_) {}
+      error_(std::move(other.error_)) {}
 
 AtomicFile::~AtomicFile() { abandon(); }
 
@@ -67,17 +67,17 @@ void AtomicFile::abandon() {
 
 Status AtomicFile::write(const void* data, size_t bytes) {
   if (!f_) return make_error(temp_ + ": already closed");
-  if (!failed_ && bytes > 0 && std::fwrite(data, 1, bytes, f_) != bytes) failed_ = true;
-  if (failed_) return make_error(temp_ + ": write failed: " + errno_text());
+  if (error_.empty() && bytes > 0 && std::fwrite(data, 1, bytes, f_) != bytes) error_ = errno_text();
+  if (!error_.empty()) return make_error(temp_ + ": write failed: " + error_);
   return ok_status();
 }
 
 Status AtomicFile::commit() {
   if (!f_) return make_error(temp_ + ": already closed");
-  if (failed_ || std::fflush(f_) != 0) {
-    const std::string why = errno_text();
+  if (error_.empty() && std::fflush(f_) != 0) error_ = errno_text();
+  if (!error_.empty()) {
     abandon();
-    return make_error(temp_ + ": write failed: " + why);
+    return make_error(temp_ + ": write failed: " + error_);
   }
   // A pipe or terminal cannot be synced (EINVAL): only real files must be.
   if (!in_place_ && ::fsync(::fileno(f_)) != 0) {

@@ -51,7 +51,7 @@ class AtomicFile {
   std::string dest_, temp_;
   std::FILE* f_ = nullptr;
   bool in_place_ = false;
-  bool failed_ = false;
+  std::string error_;  // the first write error, as the system told it
 };
 
 // The whole of `bytes` as the file at `path`, through an AtomicFile.
