@@ -139,18 +139,18 @@ struct GroupStep {
   int64_t rows = 0;
 };
 
-// Decode's two streams per core (the VNNI and AVX2 int8 GEMVs): rows [r0,
-// r1) of an interleaved W (whole groups) as pairs of groups half the range
-// apart, pair(g, step) for each group g of the first half, so that one core
-// reads two far-apart parts of W at once. Returns where the rest (the odd
-// last group, if any) begins.
-template <class Pair>
-int64_t pair_range_halves(const TensorView& w, int64_t r0, int64_t r1, Pair&& pair) {
-  const int64_t half = (r1 - r0) / kInterleaveRows / 2;
-  if (half == 0) return r0;
-  const GroupStep step{rows_begin(w, r0 + half * kInterleaveRows) - rows_begin(w, r0), half * kInterleaveRows};
-  for (int64_t g = r0 / kInterleaveRows; g < r0 / kInterleaveRows + half; ++g) pair(g, step);
-  return r0 + 2 * half * kInterleaveRows;
+// Decode's G streams per core (the VNNI and AVX2 int8 GEMVs): rows [r0, r1)
+// of an interleaved W (whole groups) in G parts of equal whole groups,
+// part(g, step) for each group g of the first part, so that one core reads G
+// far-apart parts of W at once (group u of the call at g + u * step). Returns
+// where the rest (up to G - 1 last groups) begins.
+template <int G, class Part>
+int64_t stream_range_parts(const TensorView& w, int64_t r0, int64_t r1, Part&& part) {
+  const int64_t groups = (r1 - r0) / kInterleaveRows / G;
+  if (groups == 0) return r0;
+  const GroupStep step{rows_begin(w, r0 + groups * kInterleaveRows) - rows_begin(w, r0), groups * kInterleaveRows};
+  for (int64_t g = r0 / kInterleaveRows; g < r0 / kInterleaveRows + groups; ++g) part(g, step);
+  return r0 + G * groups * kInterleaveRows;
 }
 
 }  // namespace ss

@@ -538,40 +538,42 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride, acc[k]);
 }
 
-// Two Q4_0 or Q8_0 groups (32 weight rows: group and group + step.bytes)
-// against NT activation rows from t0: each activation broadcast
-// feeds both groups' vpdpbusd, halving the broadcasts per product of
-// interleaved_tile / interleaved_q8_tile; one chain per (group, row) (batches
-// have enough of them to hide the latency; the integer sums, and so the
-// results, are those kernels' bit for bit). Per block, four steps of two
+// G Q4_0 or Q8_0 groups (16G weight rows: group u at group + u *
+// step.bytes) against NT activation rows from t0: each activation broadcast
+// feeds every group's vpdpbusd, cutting the broadcasts per product of
+// interleaved_tile / interleaved_q8_tile by G; one chain per (group, row)
+// (batches have enough of them to hide the latency; the integer sums, and so
+// the results, are those kernels' bit for bit). Per block, four steps of two
 // weight vectors per group: Q4_0 chunk s's low and high nibbles (activations
 // 4s.. and 16 + 4s..), Q8_0 chunks 2s and 2s + 1 (8s.. and 8s + 4..). y as
-// there, the second group's 16 rows at y + step.rows.
-template <GgmlType T, int NT>
-SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
-                               GroupStep step) {
+// there, group u's 16 rows at y + u * step.rows.
+template <GgmlType T, int NT, int G>
+SS_VNNI void interleaved_tile_groups(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                                     GroupStep step) {
   constexpr bool kQ4 = T == GgmlType::Q4_0;
   constexpr int64_t kBytes = kQ4 ? kInterleavedBlockBytes : kQ8InterleavedBlockBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols;
-  const uint8_t* group1 = group + step.bytes;
   const __m512i low = _mm512_set1_epi8(0x0F);
-  __m512 acc[2][NT];
-  for (int k = 0; k < NT; ++k) acc[0][k] = acc[1][k] = _mm512_setzero_ps();
+  __m512 acc[G][NT];
+  for (int u = 0; u < G; ++u)
+    for (int k = 0; k < NT; ++k) acc[u][k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* p[2] = {group + b * kBytes, group1 + b * kBytes};
-    // Decode (NT < 4), Q4_0: both streams 16 blocks (4608 bytes) ahead into
-    // L1. TinyLlama Q4_0 decode on the Zen 5 VM, one thread, four
-    // alternating runs: 47.8 -> 49.5 tok/s (higher in each). Q8_0 was slower
-    // with it (8 blocks ahead: 27.6 -> 25.8), and its two streams alone read
-    // 0.98-1.0 of a plain sweep (kernels_bench DecodeSweep).
+    const uint8_t* p[G];
+    for (int u = 0; u < G; ++u) p[u] = group + u * step.bytes + b * kBytes;
+    // Decode (NT < 4), Q4_0: every stream 16 blocks (4608 bytes) ahead into
+    // L1. TinyLlama Q4_0 decode on the Zen 5 VM, one thread, two streams,
+    // four alternating runs: 47.8 -> 49.5 tok/s (higher in each). Q8_0 was
+    // slower with it (8 blocks ahead: 27.6 -> 25.8).
     if constexpr (kQ4 && NT < 4)
-      for (int u = 0; u < 2; ++u) prefetch_lines<kBytes>(p[u] + 16 * kBytes);
-    __m512i dot[2][NT];
-    for (int k = 0; k < NT; ++k)
-      dot[0][k] = dot[1][k] = _mm512_set1_epi32((kQ4 ? -8 : -128) * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
+      for (int u = 0; u < G; ++u) prefetch_lines<kBytes>(p[u] + 16 * kBytes);
+    __m512i dot[G][NT];
+    for (int k = 0; k < NT; ++k) {
+      const __m512i offset = _mm512_set1_epi32((kQ4 ? -8 : -128) * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
+      for (int u = 0; u < G; ++u) dot[u][k] = offset;
+    }
     for (int st = 0; st < 4; ++st) {
-      __m512i w0[2], w1[2];
-      for (int u = 0; u < 2; ++u) {
+      __m512i w0[G], w1[G];
+      for (int u = 0; u < G; ++u) {
         if constexpr (kQ4) {
           const __m512i v = _mm512_loadu_si512(p[u] + 32 + 64 * st);
           w0[u] = _mm512_and_si512(v, low);
@@ -587,13 +589,13 @@ SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, in
         std::memcpy(&x0, x, 4);
         std::memcpy(&x1, x + (kQ4 ? 16 : 4), 4);
         const __m512i b0 = _mm512_set1_epi32(x0), b1 = _mm512_set1_epi32(x1);
-        for (int u = 0; u < 2; ++u) {
+        for (int u = 0; u < G; ++u) {
           dot[u][k] = _mm512_dpbusd_epi32(dot[u][k], w0[u], b0);
           dot[u][k] = _mm512_dpbusd_epi32(dot[u][k], w1[u], b1);
         }
       }
     }
-    for (int u = 0; u < 2; ++u) {
+    for (int u = 0; u < G; ++u) {
       const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p[u])));
       for (int k = 0; k < NT; ++k) {
         const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(xq.d[static_cast<size_t>((t0 + k) * nb + b)]));
@@ -601,7 +603,7 @@ SS_VNNI void interleaved_tile2(const uint8_t* group, const QuantizedActs& xq, in
       }
     }
   }
-  for (int u = 0; u < 2; ++u)
+  for (int u = 0; u < G; ++u)
     for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + u * step.rows, acc[u][k]);
 }
 
@@ -653,7 +655,7 @@ SS_VNNI __attribute__((always_inline)) inline void add_scaled_pair(__m512 (&acc)
 // row's float sum, leaving two integer sums per row as the only other live
 // registers (separate sums and mins per row spilled them at NT = 8). G
 // groups (group u at group + u * step.bytes, its results at y + u *
-// step.rows) share each activation broadcast, as in interleaved_tile2.
+// step.rows) share each activation broadcast, as in interleaved_tile_groups.
 template <bool kFive, int NT, int G = 1>
 SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                                   GroupStep step = {}) {
@@ -856,9 +858,9 @@ SS_VNNI void group_pair_tile(GgmlType type, const uint8_t* group, GroupStep step
                              float* y, int64_t y_stride) {
   switch (type) {
     case GgmlType::Q4_0:
-      return interleaved_tile2<GgmlType::Q4_0, NT>(group, xq, t, y, y_stride, step);
+      return interleaved_tile_groups<GgmlType::Q4_0, NT, 2>(group, xq, t, y, y_stride, step);
     case GgmlType::Q8_0:
-      return interleaved_tile2<GgmlType::Q8_0, NT>(group, xq, t, y, y_stride, step);
+      return interleaved_tile_groups<GgmlType::Q8_0, NT, 2>(group, xq, t, y, y_stride, step);
     case GgmlType::Q4_K:
       return interleaved_k45_tile<false, NT, 2>(group, xq, t, y, y_stride, step);
     case GgmlType::Q6_K:
@@ -866,6 +868,15 @@ SS_VNNI void group_pair_tile(GgmlType type, const uint8_t* group, GroupStep step
     default:
       SS_CHECK(false && "no two-group tile for this type");
   }
+}
+
+// G far-apart Q4_0/Q8_0 groups against NT activation rows from t (decode).
+template <int NT, int G>
+SS_VNNI void decode_group_tile(GgmlType type, const uint8_t* group, GroupStep step, const QuantizedActs& xq, int t,
+                               float* y, int64_t y_stride) {
+  if (type == GgmlType::Q4_0) return interleaved_tile_groups<GgmlType::Q4_0, NT, G>(group, xq, t, y, y_stride, step);
+  SS_CHECK(type == GgmlType::Q8_0);
+  interleaved_tile_groups<GgmlType::Q8_0, NT, G>(group, xq, t, y, y_stride, step);
 }
 
 // One group against NT activation rows from t.
@@ -908,13 +919,29 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
     // pass (one wider stream) were slower: 23.1 -> 22.2. The K-quants' two-
     // group tiles (batch kernels: they prefetch both streams, and Q6_K
     // reloads its scales) made their decode slower: Q4_K_M 45.6 -> 40.4,
-    // Q6_K 31.9 -> 23.8 tok/s at one thread. An odd last group goes alone
-    // (below).
-    r0 = pair_range_halves(w, r0, r1, [&](int64_t g, GroupStep step) {
-      for_act_groups(xq.n, [&](int t, auto nt) {
-        group_pair_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows, rows);
+    // Q6_K 31.9 -> 23.8 tok/s at one thread. Groups left over when the
+    // range does not split evenly go alone (below).
+    auto decode_streams = [&]<int G>() {
+      r0 = stream_range_parts<G>(w, r0, r1, [&](int64_t g, GroupStep step) {
+        for_act_groups(xq.n, [&](int t, auto nt) {
+          decode_group_tile<decltype(nt)::value, G>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows,
+                                                    rows);
+        });
       });
-    });
+    };
+    // Q8_0 with one or two activation rows: four streams (the registers
+    // cannot hold four for three rows). kernels_bench DecodeSweep, one
+    // thread, share of the read probe, three alternating rounds: two streams
+    // 0.80-0.82, four 0.91-1.02 (eight 0.85-0.94 in an earlier sweep).
+    // TinyLlama Q8_0 decode, tok/s, alternating runs, median ratio four /
+    // two: one thread 1.16 (eight runs each: 19.1 -> 22.5 tok/s medians),
+    // two threads 1.06 (five runs, higher in each). Q4_0 stays at two: four
+    // gave 1.05 (one thread) and 0.98 (two), six and five runs, within the
+    // noise.
+    if (type == GgmlType::Q8_0 && xq.n <= 2)
+      decode_streams.template operator()<4>();
+    else
+      decode_streams.template operator()<2>();
   }
   const int64_t g0 = r0 / kInterleaveRows, g1 = (r1 + kInterleaveRows - 1) / kInterleaveRows;
   for (int64_t g = g0; g < g1; ++g) {

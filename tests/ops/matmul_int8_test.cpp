@@ -255,8 +255,8 @@ TEST(Int8Matmul, InterleavedQ6_KMatchesTwinAndPlainLayout) {
 
 // matmul.h promises the same bits for any thread count, and threads claim
 // row ranges of any size: a group's rows must not depend on the range it is
-// computed in (decode pairs a range's halves, batches adjacent groups, an
-// odd group goes alone). Every row split of seven groups against the whole,
+// computed in (decode reads a range's halves or quarters side by side,
+// batches adjacent groups, left-over groups go alone). Every row split of seven groups against the whole,
 // at every level with an interleaved int8 kernel, for decode and batch
 // row counts.
 TEST(Int8Matmul, InterleavedRowsAreTheSameBitsInAnyRowRange) {
