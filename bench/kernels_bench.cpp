@@ -223,8 +223,8 @@ void BM_DecodeSweep(benchmark::State& st) {
       benchmark::DoNotOptimize(y.data());
     }
     kernel_s += std::chrono::duration<double>(Clock::now() - t0).count();
-    // The fastest of a plain sweep and two streams with and without prefetch
-    // (ops/bandwidth.h).
+    // The fastest of a plain sweep, two streams with and without prefetch
+    // and four without (ops/bandwidth.h).
     read_s += static_cast<double>(bytes) / ss::measure_read_bandwidth(pool, ranges, 1);
   }
   const double n = static_cast<double>(st.iterations());

@@ -17,8 +17,11 @@ struct ByteRange {
 // How a sweep reads: a plain streaming sum, one stream per thread; two
 // far-apart streams per thread with software prefetch (faster on some
 // machines at two threads), or without it (faster at one thread on the Zen 5
-// VM), as the decode GEMVs read; Best: each, the fastest counts.
-enum class ReadMethod { Plain, TwoStreams, TwoBareStreams, Best };
+// VM), or four without it, as the decode GEMVs read; Best: each, the fastest
+// counts.
+enum class ReadMethod { Plain, TwoStreams, TwoBareStreams, FourBareStreams, Best };
+inline constexpr ReadMethod kReadMethods[] = {ReadMethod::Plain, ReadMethod::TwoStreams, ReadMethod::TwoBareStreams,
+                                              ReadMethod::FourBareStreams};
 
 // Best of `reps` sweeps (every method) over a fresh buffer of `bytes`, in
 // bytes per second.

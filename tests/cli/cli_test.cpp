@@ -285,9 +285,9 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
     EXPECT_NE(b.out.find("\"aggregate_tok_s\""), std::string::npos) << mode;
   }
   // The bandwidth probe reads the weights where they lie (interleaved Q4_0
-  // under int8: the same bytes as the file's), plainly and as two streams
-  // per thread (with and without prefetch), and a fresh buffer; the ceiling
-  // takes the fastest.
+  // under int8: the same bytes as the file's), plainly, as two streams per
+  // thread (with and without prefetch) and as four, and a fresh buffer; the
+  // ceiling takes the fastest.
   auto bw = run("bench -m " + q + " --prefill 8 --positions 20 --samples 4 --bandwidth --json");
   ASSERT_EQ(bw.rc, 0) << bw.out;
   const auto j = nlohmann::json::parse(bw.out)["bandwidth"];
@@ -295,7 +295,8 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
   EXPECT_EQ(j["weights_read_bytes_per_s"].get<double>(),
             std::max({j["weights_plain_read_bytes_per_s"].get<double>(),
                       j["weights_two_stream_read_bytes_per_s"].get<double>(),
-                      j["weights_two_bare_stream_read_bytes_per_s"].get<double>()}))
+                      j["weights_two_bare_stream_read_bytes_per_s"].get<double>(),
+                      j["weights_four_bare_stream_read_bytes_per_s"].get<double>()}))
       << j;
   EXPECT_GT(j["fresh_buffer_read_bytes_per_s"].get<double>(), 1e8) << j;
   EXPECT_EQ(j["read_bytes_per_s"].get<double>(),

@@ -21,7 +21,8 @@ TEST(ReadBandwidth, EveryMethodReadsEachWordOnce) {
   // one and a bit, one rounded down to nothing, one of 768 bytes: nine
   // pieces (64, 9984, 16384 x 3, 8192, 16384, 64, 192 words), so the
   // two-stream sweep pairs a shorter first piece with a longer one and the
-  // other way round, and reads the last alone.
+  // other way round, and reads the last alone; the four-stream sweep reads
+  // quarters of unequal pieces side by side and leaves one to three alone.
   const size_t sizes[] = {256, 40000, (7u << 15) + 100, (1u << 16) + 256, 255, 1000};
   std::vector<std::vector<uint32_t>> bufs;
   std::vector<ByteRange> ranges;
@@ -35,7 +36,7 @@ TEST(ReadBandwidth, EveryMethodReadsEachWordOnce) {
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
     test::at_every_clone_level([&] {
-      for (ReadMethod m : {ReadMethod::Plain, ReadMethod::TwoStreams, ReadMethod::TwoBareStreams}) {
+      for (ReadMethod m : kReadMethods) {
         const ReadSweep s = read_sweep(pool, ranges, m);
         EXPECT_EQ(s.sum, expected) << "threads " << threads << " method " << static_cast<int>(m);
         EXPECT_GT(s.bytes_per_s, 0);
