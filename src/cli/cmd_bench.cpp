@@ -534,7 +534,7 @@ int BenchCommand::run() {
 
     // The same comparison in one machine state: each decode step followed by
     // a sweep over its weights each way on the engine's own threads (the
-    // faster counts), so a shared VM's drift in memory speed (here 30-40 GB/s
+    // fastest counts), so a shared VM's drift in memory speed (here 30-40 GB/s
     // from one minute to the next on one thread) falls on both alike. Share =
     // sweep time / step time, the median over the pairs.
     std::vector<double> step_ms, sweep_ms, shares;
@@ -560,14 +560,14 @@ int BenchCommand::run() {
                                   {"share_p90", percentile(shares, 0.9)}};
     // The tails side by side: a step reads what a sweep reads, so a sweep's
     // p99/p50 is the memory's own (the VM's drifting speed), as
-    // --host-floor's loop is the CPU's. The faster of two sweeps: if
+    // --host-floor's loop is the CPU's. The fastest of four sweeps: if
     // anything it understates the memory's tail.
     const double step_tail = percentile(step_ms, 0.99) / step_p50, sweep_tail = percentile(sweep_ms, 0.99) / sweep_p50;
     out["bandwidth"]["paired"]["step_p99_over_p50"] = step_tail;
     out["bandwidth"]["paired"]["sweep_p99_over_p50"] = sweep_tail;
     if (!json_)
       std::printf(
-          "bandwidth, paired (the faster of two sweeps over the weights after each of %zu decode steps at position "
+          "bandwidth, paired (the fastest of four sweeps over the weights after each of %zu decode steps at position "
           "%lld): step p50 %.3f ms, sweep p50 %.3f ms (%.2f GB/s); decode = %.0f%% of the sweep's speed (median of "
           "the pairs; p10 %.0f%%, p90 %.0f%%); p99/p50 step %.2f, sweep %.2f\n",
           shares.size(), static_cast<long long>(paired_from), step_p50, sweep_p50, bytes / (sweep_p50 / 1000.0) / 1e9,
