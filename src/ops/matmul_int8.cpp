@@ -560,12 +560,16 @@ SS_VNNI void interleaved_tile_groups(const uint8_t* group, const QuantizedActs& 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* p[G];
     for (int u = 0; u < G; ++u) p[u] = group + u * step.bytes + b * kBytes;
-    // Decode (NT < 4), Q4_0: every stream 16 blocks (4608 bytes) ahead into
-    // L1. TinyLlama Q4_0 decode on the Zen 5 VM, one thread, two streams,
-    // four alternating runs: 47.8 -> 49.5 tok/s (higher in each). Q8_0 was
-    // slower with it (8 blocks ahead: 27.6 -> 25.8).
+    // Decode (NT < 4), Q4_0: every stream into L1 32 / G blocks ahead (9216
+    // bytes ahead over all streams, as the K-quants). Two streams 16 blocks
+    // ahead: TinyLlama Q4_0 decode on the Zen 5 VM, one thread, four
+    // alternating runs, 47.8 -> 49.5 tok/s (higher in each). Four streams:
+    // kernels_bench DecodeSweep, share of the read probe, one thread, three
+    // alternating rounds: 8 ahead 0.80-0.89, 4 0.76-0.80, 6 0.78-0.85, 12
+    // 0.76-0.78, 16 0.76-0.79, none 0.72-0.74. Q8_0 was slower with it (two
+    // streams, 8 blocks ahead: 27.6 -> 25.8 tok/s).
     if constexpr (kQ4 && NT < 4)
-      for (int u = 0; u < G; ++u) prefetch_lines<kBytes>(p[u] + 16 * kBytes);
+      for (int u = 0; u < G; ++u) prefetch_lines<kBytes>(p[u] + 32 / G * kBytes);
     __m512i dot[G][NT];
     for (int k = 0; k < NT; ++k) {
       const __m512i offset = _mm512_set1_epi32((kQ4 ? -8 : -128) * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
@@ -929,16 +933,16 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
         });
       });
     };
-    // Q8_0 with one or two activation rows: four streams (the registers
-    // cannot hold four for three rows). kernels_bench DecodeSweep, one
-    // thread, share of the read probe, three alternating rounds: two streams
-    // 0.80-0.82, four 0.91-1.02 (eight 0.85-0.94 in an earlier sweep).
-    // TinyLlama Q8_0 decode, tok/s, alternating runs, median ratio four /
-    // two: one thread 1.16 (eight runs each: 19.1 -> 22.5 tok/s medians),
-    // two threads 1.06 (five runs, higher in each). Q4_0 stays at two: four
-    // gave 1.05 (one thread) and 0.98 (two), six and five runs, within the
-    // noise.
-    if (type == GgmlType::Q8_0 && xq.n <= 2)
+    // One or two activation rows: four streams (the registers cannot hold
+    // four for three rows). kernels_bench DecodeSweep, one thread, share of
+    // the read probe, three alternating rounds: Q8_0 two streams 0.80-0.82,
+    // four 0.91-1.02 (eight 0.85-0.94 in an earlier sweep); Q4_0 (its
+    // prefetch above) 0.79-0.81 -> 0.82-0.89. TinyLlama decode, tok/s,
+    // alternating runs, median ratio four / two streams: Q8_0 one thread
+    // 1.16 (eight runs each: 19.1 -> 22.5 tok/s medians), two threads 1.06
+    // (five runs, higher in each); Q4_0 1.05 (one thread, six runs, higher
+    // or equal in each) and 1.03 (two threads, five of six runs higher).
+    if (xq.n <= 2)
       decode_streams.template operator()<4>();
     else
       decode_streams.template operator()<2>();
