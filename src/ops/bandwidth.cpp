@@ -63,9 +63,10 @@ SS_CLONE_IMPL uint32_t read_pair_sum_bare_impl(const uint32_t* a, const uint32_t
 SS_CLONED(uint32_t, read_pair_sum_bare, (const uint32_t* a, const uint32_t* b, size_t n), (a, b, n))
 
 // The sum of words [0, n) of each of four ranges (n % 64 == 0), read side by
-// side without hints: four far-apart streams per core, as the Q8_0 decode
-// GEMV reads (at one thread on the Zen 5 VM its kernel read 10-20% faster
-// with four streams than with two).
+// side without hints: four far-apart streams per core, as the Q4_0 and Q8_0
+// decode GEMVs read with one or two activation rows (at one thread on the
+// Zen 5 VM the Q8_0 kernel read 10-20% faster with four streams than with
+// two).
 SS_CLONE_IMPL uint32_t read_quad_sum_bare_impl(const uint32_t* a, const uint32_t* b, const uint32_t* c,
                                                const uint32_t* d, size_t n) {
   const uint32_t* p[4] = {a, b, c, d};

@@ -133,7 +133,7 @@ const uint8_t* rows_begin(const TensorView& w, int64_t r);
 
 // Where an int8 tile's groups after the first lie: group u at group + u *
 // bytes, its results at y + u * rows (adjacent groups: one group's bytes,
-// 16; decode pairs a range's halves, half the range apart).
+// 16; decode reads a range's halves or quarters, that far apart).
 struct GroupStep {
   int64_t bytes = 0;
   int64_t rows = 0;

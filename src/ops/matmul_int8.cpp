@@ -874,13 +874,14 @@ SS_VNNI void group_pair_tile(GgmlType type, const uint8_t* group, GroupStep step
   }
 }
 
-// G far-apart Q4_0/Q8_0 groups against NT activation rows from t (decode).
-template <int NT, int G>
+// Four far-apart Q4_0/Q8_0 groups against NT activation rows from t
+// (decode).
+template <int NT>
 SS_VNNI void decode_group_tile(GgmlType type, const uint8_t* group, GroupStep step, const QuantizedActs& xq, int t,
                                float* y, int64_t y_stride) {
-  if (type == GgmlType::Q4_0) return interleaved_tile_groups<GgmlType::Q4_0, NT, G>(group, xq, t, y, y_stride, step);
+  if (type == GgmlType::Q4_0) return interleaved_tile_groups<GgmlType::Q4_0, NT, 4>(group, xq, t, y, y_stride, step);
   SS_CHECK(type == GgmlType::Q8_0);
-  interleaved_tile_groups<GgmlType::Q8_0, NT, G>(group, xq, t, y, y_stride, step);
+  interleaved_tile_groups<GgmlType::Q8_0, NT, 4>(group, xq, t, y, y_stride, step);
 }
 
 // One group against NT activation rows from t.
@@ -904,48 +905,45 @@ SS_VNNI void group_tile(GgmlType type, const uint8_t* group, const QuantizedActs
 }
 
 // Rows [r0, r1) (whole groups) of an interleaved matrix: each group is met by
-// every activation row while its bytes are still in L1/L2. A pair tile and
-// a single-group tile give a group the same bits (the same integer sums and
-// float steps), so how a range is split never changes a result.
+// every activation row while its bytes are still in L1/L2. A tile of two or
+// four groups and a single-group tile give a group the same bits (the same
+// integer sums and float steps), so how a range is split never changes a
+// result.
 SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t rows = w.ne1;
   const GgmlType type = w.type;
   if (decoded_batch_type(type) && xq.n >= decoded_batch_min_rows(type)) return decoded_batch_matmul(w, xq, y, r0, r1);
   auto group_at = [&](int64_t g) { return rows_begin(w, g * kInterleaveRows); };
   if (xq.n < 4 && (type == GgmlType::Q4_0 || type == GgmlType::Q8_0)) {
-    // Decode reads every weight once, from DRAM: the range's first and
-    // second halves side by side, so one core keeps two far-apart streams
-    // in flight where one stream left memory idle. TinyLlama decode on the
-    // Zen 5 VM, tok/s medians of six alternating runs: Q8_0 20.8 -> 25.6
-    // (one thread) and 32.2 -> 34.4 (two); Q4_0 40.2 -> 45.8 and 75.0 ->
-    // 85.2; one thread's Q8_0 decode went from 82% to 99% of a plain sweep
-    // over the same weights (bench --bandwidth). Adjacent groups in one
-    // pass (one wider stream) were slower: 23.1 -> 22.2. The K-quants' two-
-    // group tiles (batch kernels: they prefetch both streams, and Q6_K
-    // reloads its scales) made their decode slower: Q4_K_M 45.6 -> 40.4,
-    // Q6_K 31.9 -> 23.8 tok/s at one thread. Groups left over when the
-    // range does not split evenly go alone (below).
-    auto decode_streams = [&]<int G>() {
-      r0 = stream_range_parts<G>(w, r0, r1, [&](int64_t g, GroupStep step) {
-        for_act_groups(xq.n, [&](int t, auto nt) {
-          decode_group_tile<decltype(nt)::value, G>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows,
-                                                    rows);
-        });
+    // Decode reads every weight once, from DRAM: the range's quarters side by
+    // side, so one core keeps four far-apart streams in flight where one
+    // stream left memory idle. Halves came first (two streams against one):
+    // TinyLlama decode on the Zen 5 VM, tok/s medians of six alternating runs:
+    // Q8_0 20.8 -> 25.6 (one thread) and 32.2 -> 34.4 (two); Q4_0 40.2 -> 45.8
+    // and 75.0 -> 85.2; one thread's Q8_0 decode went from 82% to 99% of a
+    // plain sweep over the same weights (bench --bandwidth). Adjacent groups
+    // in one pass (one wider stream) were slower: 23.1 -> 22.2. The K-quants'
+    // two-group tiles (batch kernels: they prefetch both streams, and Q6_K
+    // reloads its scales) made their decode slower: Q4_K_M 45.6 -> 40.4, Q6_K
+    // 31.9 -> 23.8 tok/s at one thread. Groups left over when the range does
+    // not split evenly go alone (below). Then quarters (four streams against
+    // two): kernels_bench DecodeSweep, one thread, share of the read probe,
+    // three alternating rounds: Q8_0 two streams 0.80-0.82, four 0.91-1.02
+    // (eight 0.85-0.94 in an earlier sweep); Q4_0 (its prefetch in
+    // interleaved_tile_groups) 0.79-0.81 -> 0.82-0.89. TinyLlama decode,
+    // tok/s, alternating runs, median ratio four / two streams: Q8_0 one
+    // thread 1.16 (eight runs each: 19.1 -> 22.5 tok/s medians), two threads
+    // 1.06 (five runs, higher in each); Q4_0 1.05 (one thread, six runs,
+    // higher or equal in each) and 1.03 (two threads, five of six runs
+    // higher). Two and three sequences at one thread (bench --batch, four runs
+    // each): Q8_0 1.09 and 1.07, Q4_0 1.01 and 1.03 (three rows spill
+    // registers, but memory stays the bound).
+    r0 = stream_range_parts<4>(w, r0, r1, [&](int64_t g, GroupStep step) {
+      for_act_groups(xq.n, [&](int t, auto nt) {
+        decode_group_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows,
+                                               rows);
       });
-    };
-    // One or two activation rows: four streams (the registers cannot hold
-    // four for three rows). kernels_bench DecodeSweep, one thread, share of
-    // the read probe, three alternating rounds: Q8_0 two streams 0.80-0.82,
-    // four 0.91-1.02 (eight 0.85-0.94 in an earlier sweep); Q4_0 (its
-    // prefetch above) 0.79-0.81 -> 0.82-0.89. TinyLlama decode, tok/s,
-    // alternating runs, median ratio four / two streams: Q8_0 one thread
-    // 1.16 (eight runs each: 19.1 -> 22.5 tok/s medians), two threads 1.06
-    // (five runs, higher in each); Q4_0 1.05 (one thread, six runs, higher
-    // or equal in each) and 1.03 (two threads, five of six runs higher).
-    if (xq.n <= 2)
-      decode_streams.template operator()<4>();
-    else
-      decode_streams.template operator()<2>();
+    });
   }
   const int64_t g0 = r0 / kInterleaveRows, g1 = (r1 + kInterleaveRows - 1) / kInterleaveRows;
   for (int64_t g = g0; g < g1; ++g) {
