@@ -562,14 +562,18 @@ SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
   const int64_t rows = w.ne1;
   if constexpr (T == GgmlType::Q4_0 || T == GgmlType::Q8_0) {
     if (xq.n < 4) {
-      // Decode: the range's halves side by side, two DRAM streams per core,
-      // as the VNNI kernels do (ops/matmul_int8.cpp). TinyLlama decode on the
-      // Zen 5 VM capped to AVX2, medians of five alternating runs, tok/s:
-      // Q8_0 18.4 -> 21.1 (one thread), 35.7 -> 40.7 (two); Q4_0 34.4 ->
-      // 40.6, 63.6 -> 69.0; higher in every pair. Q8_0's pair tiles issue no
-      // software prefetch; Q4_0's prefetch both streams 16 blocks ahead, as
-      // the VNNI pair tile does: 52.5 -> 55.2 (one thread, four alternating
-      // runs), 61.4 -> 64.0 (two, three runs), higher in each.
+      // Decode: the range's halves side by side, two DRAM streams per core
+      // (the VNNI kernels read four, ops/matmul_int8.cpp; here four Q8_0
+      // streams read 0.78-0.88 of the probe in kernels_bench DecodeSweep
+      // against two's 0.71-0.78, but TinyLlama Q8_0 decode under the AVX2 cap
+      // was not faster: median ratio 0.95, five alternating runs at one
+      // thread). TinyLlama decode on the Zen 5 VM capped to AVX2, medians of
+      // five alternating runs, tok/s: Q8_0 18.4 -> 21.1 (one thread), 35.7 ->
+      // 40.7 (two); Q4_0 34.4 -> 40.6, 63.6 -> 69.0; higher in every pair.
+      // Q8_0's pair tiles issue no software prefetch; Q4_0's prefetch both
+      // streams 16 blocks ahead, as the VNNI pair tile did: 52.5 -> 55.2 (one
+      // thread, four alternating runs), 61.4 -> 64.0 (two, three runs), higher
+      // in each.
       r0 = stream_range_parts<2>(w, r0, r1, [&](int64_t g, GroupStep step) {
         const uint8_t* group = rows_begin(w, g * kInterleaveRows);
         float* yg = y + g * kInterleaveRows;
