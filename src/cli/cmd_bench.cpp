@@ -525,9 +525,7 @@ int BenchCommand::run() {
       std::printf(
           "bandwidth: read %.2f GB/s (%d threads; over the weights a plain sum %.2f, two prefetched streams per "
           "thread %.2f, two without prefetch %.2f, four %.2f; over a fresh buffer %.2f); weights %.1f MiB per token -> "
-          "ceiling "
-          "%.2f tok/s; decode at "
-          "position %lld: %.2f tok/s = %.0f%% of the ceiling\n",
+          "ceiling %.2f tok/s; decode at position %lld: %.2f tok/s = %.0f%% of the ceiling\n",
           bw / 1e9, model_.threads, bw_plain / 1e9, bw_two / 1e9, bw_bare / 1e9, bw_four / 1e9, bw_fresh / 1e9,
           bytes / 1048576.0, ceiling, samples.empty() ? 0LL : static_cast<long long>(samples.front().position),
           measured, 100.0 * measured / ceiling);
