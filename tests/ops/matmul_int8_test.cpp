@@ -163,7 +163,9 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
   std::uniform_real_distribution<float> u(-1, 1);
   ThreadPool pool1(1), pool2(2);
   for (int cols : col_counts) {
-    for (int rows : {16, 48, 80}) {
+    // 144 rows: nine groups, so one thread's first claim (four groups)
+    // takes decode's four-stream tile.
+    for (int rows : {16, 48, 80, 144}) {
       std::vector<uint8_t> storage;
       const TensorView w = random_weights(type, rows, cols, rng, storage);
       std::vector<uint8_t> copy;
