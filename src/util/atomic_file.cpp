@@ -20,15 +20,28 @@ std::string folder_of(const std::string& path) {
   const auto parent = std::filesystem::path(path).parent_path();
   return parent.empty() ? "." : parent.string();
 }
+
+// Where writing through `path` lands: the last link's target, followed
+// link by link so that a dangling link names the file to create (as a
+// shell's `>` does) rather than being replaced by one.
+Result<std::string> follow_links(const std::string& path) {
+  namespace fs = std::filesystem;
+  constexpr int kMaxHops = 40;  // the kernel's own ELOOP limit
+  fs::path at = path;
+  for (int hop = 0; hop <= kMaxHops; ++hop) {
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(at, ec))) return at.string();
+    const fs::path target = fs::read_symlink(at, ec);
+    if (ec) return make_error(at.string() + ": cannot read link: " + ec.message());
+    at = target.is_absolute() ? target : (at.parent_path() / target).lexically_normal();
+  }
+  return make_error(path + ": too many levels of symbolic links");
+}
 }  // namespace
 
 Result<AtomicFile> AtomicFile::create(const std::string& path, mode_t mode) {
   std::error_code ec;
-  std::string dest = path;
-  if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
-    const auto real = std::filesystem::canonical(path, ec);
-    if (!ec) dest = real.string();
-  }
+  SS_ASSIGN_OR_RETURN(const std::string dest, follow_links(path));
   const auto st = std::filesystem::status(dest, ec);
   if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
     std::FILE* f = std::fopen(dest.c_str(), "wb");

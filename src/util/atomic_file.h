@@ -18,7 +18,8 @@ namespace ss {
 class AtomicFile {
  public:
   // Opens PATH.part.PID.N (N counts this process's files) with `mode` (less
-  // the umask). A symbolic link's file is the destination (the link stays);
+  // the umask). A symbolic link's file is the destination (the link stays;
+  // a dangling link's missing target is created, as a shell's `>` does);
   // what exists and is not a regular file (/dev/null, a pipe, a terminal)
   // is written in place.
   static Result<AtomicFile> create(const std::string& path, mode_t mode = 0666);

@@ -102,6 +102,30 @@ TEST(AtomicFile, ALinkKeepsPointingAtTheReplacedFile) {
   EXPECT_TRUE(test::partial_files_of(link).empty());
 }
 
+TEST(AtomicFile, ADanglingLinkGetsItsTargetCreatedAndStaysALink) {
+  const test::TempPath dir("atomic_dangling");
+  std::filesystem::create_directories(dir.path + "/store");
+  // A relative chain: first -> second -> store/model (missing).
+  std::filesystem::create_symlink("store/model", dir.path + "/second");
+  std::filesystem::create_symlink("second", dir.path + "/first");
+  ASSERT_TRUE(write_text(dir.path + "/first", "new").ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path + "/first"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path + "/second"));
+  EXPECT_EQ(test::read_file(dir.path + "/store/model"), "new");
+  EXPECT_TRUE(test::partial_files_of(dir.path + "/store/model").empty());
+}
+
+TEST(AtomicFile, ALinkLoopIsAClearError) {
+  const test::TempPath dir("atomic_loop");
+  std::filesystem::create_directories(dir.path);
+  std::filesystem::create_symlink("b", dir.path + "/a");
+  std::filesystem::create_symlink("a", dir.path + "/b");
+  const Status st = write_text(dir.path + "/a", "x");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("too many levels of symbolic links"), std::string::npos) << st.error().message;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path + "/a"));
+}
+
 TEST(AtomicFile, ADeviceIsWrittenInPlace) {
   ASSERT_TRUE(write_text("/dev/null", "anything").ok());
   struct stat st {};
