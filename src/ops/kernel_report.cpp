@@ -23,13 +23,16 @@ KernelReport kernel_report() {
   r.int8_decode = int8 == "none" ? "float" : int8 == "avx2" || int8 == "avx-vnni" ? int8 : "avx512-vnni";
   r.int8_batches = int8.starts_with("amx") ? "amx-int8" : r.int8_decode;
   r.bf16_batches = bf16_tiles_usable() ? "amx-bf16" : r.int8_batches;
+  r.decode_prefetch = decode_prefetch() == DecodePrefetch::Software ? "software" : "hardware only";
+  r.decode_prefetch_source = decode_prefetch_source();
   return r;
 }
 
 std::string format_kernel_report(const KernelReport& r) {
   return "cpu " + r.cpu + " (" + r.detected + ") | cap " + r.cap + (r.cap_from_env ? " (SINKSTREAM_CPU)" : "") +
          " | float matmul " + r.float_matmul + " | vector ops " + r.vector_ops + " | int8 decode " + r.int8_decode +
-         ", batches " + r.int8_batches + " | fast batches " + r.bf16_batches;
+         ", batches " + r.int8_batches + " | fast batches " + r.bf16_batches + " | decode prefetch " +
+         r.decode_prefetch;
 }
 
 }  // namespace ss

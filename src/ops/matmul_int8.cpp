@@ -549,7 +549,7 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
 // there, group u's 16 rows at y + u * step.rows.
 template <GgmlType T, int NT, int G>
 SS_VNNI void interleaved_tile_groups(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
-                                     GroupStep step) {
+                                     GroupStep step, bool prefetch = true) {
   constexpr bool kQ4 = T == GgmlType::Q4_0;
   constexpr int64_t kBytes = kQ4 ? kInterleavedBlockBytes : kQ8InterleavedBlockBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols;
@@ -567,9 +567,11 @@ SS_VNNI void interleaved_tile_groups(const uint8_t* group, const QuantizedActs& 
     // kernels_bench DecodeSweep, share of the read probe, one thread, three
     // alternating rounds: 8 ahead 0.80-0.89, 4 0.76-0.80, 6 0.78-0.85, 12
     // 0.76-0.78, 16 0.76-0.79, none 0.72-0.74. Q8_0 was slower with it (two
-    // streams, 8 blocks ahead: 27.6 -> 25.8 tok/s).
+    // streams, 8 blocks ahead: 27.6 -> 25.8 tok/s). Not on Zen 4, where it
+    // slows the sweep (decode_prefetch(), util/cpu_features.h).
     if constexpr (kQ4 && NT < 4)
-      for (int u = 0; u < G; ++u) prefetch_lines<kBytes>(p[u] + 32 / G * kBytes);
+      if (prefetch)
+        for (int u = 0; u < G; ++u) prefetch_lines<kBytes>(p[u] + 32 / G * kBytes);
     __m512i dot[G][NT];
     for (int k = 0; k < NT; ++k) {
       const __m512i offset = _mm512_set1_epi32((kQ4 ? -8 : -128) * xq.sum[static_cast<size_t>((t0 + k) * nb + b)]);
@@ -878,8 +880,9 @@ SS_VNNI void group_pair_tile(GgmlType type, const uint8_t* group, GroupStep step
 // (decode).
 template <int NT>
 SS_VNNI void decode_group_tile(GgmlType type, const uint8_t* group, GroupStep step, const QuantizedActs& xq, int t,
-                               float* y, int64_t y_stride) {
-  if (type == GgmlType::Q4_0) return interleaved_tile_groups<GgmlType::Q4_0, NT, 4>(group, xq, t, y, y_stride, step);
+                               float* y, int64_t y_stride, bool prefetch) {
+  if (type == GgmlType::Q4_0)
+    return interleaved_tile_groups<GgmlType::Q4_0, NT, 4>(group, xq, t, y, y_stride, step, prefetch);
   SS_CHECK(type == GgmlType::Q8_0);
   interleaved_tile_groups<GgmlType::Q8_0, NT, 4>(group, xq, t, y, y_stride, step);
 }
@@ -915,6 +918,7 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
   if (decoded_batch_type(type) && xq.n >= decoded_batch_min_rows(type)) return decoded_batch_matmul(w, xq, y, r0, r1);
   auto group_at = [&](int64_t g) { return rows_begin(w, g * kInterleaveRows); };
   if (xq.n < 4 && (type == GgmlType::Q4_0 || type == GgmlType::Q8_0)) {
+    const bool prefetch = decode_prefetch() == DecodePrefetch::Software;
     // Decode reads every weight once, from DRAM: the range's quarters side by
     // side, so one core keeps four far-apart streams in flight where one
     // stream left memory idle. Halves came first (two streams against one):
@@ -940,8 +944,8 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
     // registers, but memory stays the bound).
     r0 = stream_range_parts<4>(w, r0, r1, [&](int64_t g, GroupStep step) {
       for_act_groups(xq.n, [&](int t, auto nt) {
-        decode_group_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows,
-                                               rows);
+        decode_group_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows, rows,
+                                               prefetch);
       });
     });
   }

@@ -196,6 +196,54 @@ std::string cpu_feature_names(uint32_t bits) {
   return out.empty() ? "none" : out;
 }
 
+CpuIdentity cpu_identity() {
+  CpuIdentity id;
+#if defined(__x86_64__)
+  const CpuidRegs l0 = cpuid(0);
+  char vendor[13] = {};
+  std::memcpy(vendor, &l0.b, 4);
+  std::memcpy(vendor + 4, &l0.d, 4);
+  std::memcpy(vendor + 8, &l0.c, 4);
+  id.vendor = vendor;
+  const unsigned a = l0.a >= 1 ? cpuid(1).a : 0;
+  const unsigned base = (a >> 8) & 0xF;
+  id.family = base == 0xF ? base + ((a >> 20) & 0xFF) : base;
+#endif
+  return id;
+}
+
+namespace {
+struct PrefetchChoice {
+  DecodePrefetch mode = DecodePrefetch::Software;
+  std::string source = "default", error;
+};
+const PrefetchChoice& prefetch_choice() {
+  static const PrefetchChoice c = [] {
+    PrefetchChoice out;
+    const CpuIdentity id = cpu_identity();
+    if (id.vendor == "AuthenticAMD" && id.family == 0x19 && (cpu_detected() & kCpuAvx512)) {
+      out.mode = DecodePrefetch::HardwareOnly;
+      out.source = "default for Zen 4";
+    }
+    const char* v = std::getenv("SINKSTREAM_PREFETCH");
+    if (v == nullptr || *v == '\0') return out;
+    const std::string_view value(v);
+    if (value == "on" || value == "off") {
+      out.mode = value == "on" ? DecodePrefetch::Software : DecodePrefetch::HardwareOnly;
+      out.source = "SINKSTREAM_PREFETCH";
+    } else {
+      out.error = "SINKSTREAM_PREFETCH=" + std::string(value) + ": expected on or off";
+    }
+    return out;
+  }();
+  return c;
+}
+}  // namespace
+
+DecodePrefetch decode_prefetch() { return prefetch_choice().mode; }
+std::string decode_prefetch_source() { return prefetch_choice().source; }
+std::string decode_prefetch_error() { return prefetch_choice().error; }
+
 std::string cpu_model_name() {
 #if defined(__x86_64__)
   if (cpuid(0x80000000).a >= 0x80000004) {

@@ -77,6 +77,33 @@ std::string cpu_feature_names(uint32_t bits);
 // The CPU's brand string ("AMD EPYC 9B45"), or "unknown".
 std::string cpu_model_name();
 
+// The CPU's vendor and family as CPUID reports them ("AuthenticAMD", 0x19
+// for Zen 3/4, 0x1A for Zen 5; Intel cores are family 6).
+struct CpuIdentity {
+  std::string vendor;
+  unsigned family = 0;
+};
+CpuIdentity cpu_identity();
+
+// Whether Q4_0 decode (1-3 activation rows: ops/matmul_int8.cpp) prefetches
+// the lines a few blocks ahead in software, besides what the hardware
+// prefetchers fetch. Chosen per CPU from measurements (kernels_bench
+// DecodeSweep, one thread, share of the read probe): on Zen 5 software
+// prefetch lifts Q4_0 from 0.72-0.74 to 0.82-0.89; on Zen 4 it drags it from
+// 0.83-0.91 down to 0.73 (TinyLlama Q4_0 decode there, one thread, four
+// alternating runs: 34.6 -> 44.5 tok/s medians without it). So: off on AMD
+// family 19h with AVX-512 (Zen 4), on everywhere else (what was measured
+// before this knob). The K-quants keep their prefetch everywhere: on Zen 4
+// Q6_K's sweep fell from 0.70-0.73 to 0.53-0.58 without it, and Q4_K_M
+// decode was no faster. SINKSTREAM_PREFETCH=on|off overrides the choice
+// (read once, at first use). Results are the same bits either way.
+enum class DecodePrefetch { Software, HardwareOnly };
+DecodePrefetch decode_prefetch();
+// Where decode_prefetch() came from: "SINKSTREAM_PREFETCH", "default for
+// Zen 4" or "default"; and the error text for a value it did not know ("").
+std::string decode_prefetch_source();
+std::string decode_prefetch_error();
+
 // Tests: sets the cap for a scope and restores the previous one after.
 class ScopedCpuCap {
  public:

@@ -154,6 +154,27 @@ TEST(Cli, SystemInfoFollowsTheCpuCap) {
   EXPECT_EQ(run("generate -n 3 --temp 0" + m).out.find("system_info"), std::string::npos);
 }
 
+// Q4_0 decode's software prefetch: chosen per CPU, reported, overridable,
+// and a value the knob does not know is an error, not a silent default.
+TEST(Cli, SystemInfoReportsTheDecodePrefetchChoice) {
+  auto info = [](const std::string& env) {
+    auto r = run(env + std::string(SS_CLI_BINARY) + " system-info --json", false, /*raw=*/true);
+    EXPECT_EQ(r.rc, 0) << env;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto def = info("env -u SINKSTREAM_PREFETCH ");
+  EXPECT_TRUE(def["decode_prefetch_from"] == "default" || def["decode_prefetch_from"] == "default for Zen 4")
+      << def.dump();
+  EXPECT_EQ(def["decode_prefetch"], def["decode_prefetch_from"] == "default" ? "software" : "hardware only");
+  const auto on = info("env SINKSTREAM_PREFETCH=on "), off = info("env SINKSTREAM_PREFETCH=off ");
+  EXPECT_EQ(on["decode_prefetch"], "software");
+  EXPECT_EQ(off["decode_prefetch"], "hardware only");
+  EXPECT_EQ(off["decode_prefetch_from"], "SINKSTREAM_PREFETCH");
+  auto bad = run("env SINKSTREAM_PREFETCH=yes " + std::string(SS_CLI_BINARY) + " system-info", true, /*raw=*/true);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("SINKSTREAM_PREFETCH=yes: expected on or off"), std::string::npos) << bad.out;
+}
+
 TEST(Cli, SinksGenerationRunsPastTheWindow) {
   // 600 tokens through a 4+60 cache: eviction happens many times.
   auto r = run("generate -m " + test::shared("models/stories260K/stories260K.gguf") +
