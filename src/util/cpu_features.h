@@ -90,8 +90,8 @@ CpuIdentity cpu_identity();
 // prefetchers fetch. Chosen per CPU from measurements (kernels_bench
 // DecodeSweep, one thread, share of the read probe): on Zen 5 software
 // prefetch lifts Q4_0 from 0.72-0.74 to 0.82-0.89; on Zen 4 it drags it from
-// 0.83-0.91 down to 0.73 (TinyLlama Q4_0 decode there, one thread, four
-// alternating runs: 34.6 -> 44.5 tok/s medians without it). So: off on AMD
+// 0.83-0.92 down to 0.71-0.73 (TinyLlama Q4_0 decode there, one thread, four
+// alternating runs: 37.1 -> 44.7 tok/s medians without it). So: off on AMD
 // family 19h with AVX-512 (Zen 4), on everywhere else (what was measured
 // before this knob). The K-quants keep their prefetch everywhere: on Zen 4
 // Q6_K's sweep fell from 0.70-0.73 to 0.53-0.58 without it, and Q4_K_M
