@@ -33,7 +33,9 @@ Result<std::string> follow_links(const std::string& path) {
     if (!fs::is_symlink(fs::symlink_status(at, ec))) return at.string();
     const fs::path target = fs::read_symlink(at, ec);
     if (ec) return make_error(at.string() + ": cannot read link: " + ec.message());
-    at = target.is_absolute() ? target : (at.parent_path() / target).lexically_normal();
+    // Not normalized: "dir/../x" must resolve ".." where "dir" really
+    // leads, as the kernel does, when dir is itself a link.
+    at = target.is_absolute() ? target : at.parent_path() / target;
   }
   return make_error(path + ": too many levels of symbolic links");
 }

@@ -115,6 +115,18 @@ TEST(AtomicFile, ADanglingLinkGetsItsTargetCreatedAndStaysALink) {
   EXPECT_TRUE(test::partial_files_of(dir.path + "/store/model").empty());
 }
 
+// "..": taken where a linked folder really leads, not cut lexically.
+TEST(AtomicFile, ADanglingLinkThroughALinkedFolderResolvesDotDotPhysically) {
+  const test::TempPath dir("atomic_dotdot");
+  std::filesystem::create_directories(dir.path + "/real/sub");
+  std::filesystem::create_symlink("real/sub", dir.path + "/alias");  // alias/.. is real, not dir
+  std::filesystem::create_symlink("../target", dir.path + "/real/sub/link");
+  ASSERT_TRUE(write_text(dir.path + "/alias/link", "new").ok());
+  EXPECT_EQ(test::read_file(dir.path + "/real/target"), "new");
+  EXPECT_FALSE(std::filesystem::exists(dir.path + "/target"));
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.path + "/real/sub/link"));
+}
+
 TEST(AtomicFile, ALinkLoopIsAClearError) {
   const test::TempPath dir("atomic_loop");
   std::filesystem::create_directories(dir.path);
