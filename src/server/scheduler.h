@@ -11,6 +11,7 @@
 // recently used are spilled to disk (their file is already current when
 // --state-dir is set) and come back on their next turn, so sessions are
 // bounded by disk, not by the pool, and never crowd out a one-off request.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -55,6 +56,10 @@ struct SchedulerOptions {
   // is checked against its file and reloaded when another replica moved it
   // on; a save never overwrites a file this replica did not last see.
   bool shared_store = false;
+  // How often a running server also removes unfinished saves in state_dir
+  // older than an hour (a replica beside it killed mid-write; its own
+  // start sweeps them too), checked after each save.
+  std::chrono::seconds stale_sweep_every{3600};
 };
 
 class Scheduler {
@@ -155,8 +160,9 @@ class Scheduler {
   Status persist(const std::string& id, Session& s);
   const std::string& session_dir() const { return opts_.state_dir.empty() ? spill_dir_ : opts_.state_dir; }
   void restore_sessions();
-  void refresh_pool_metrics();  // mu_ held (or no loop yet)
-  int retry_after_s() const;    // mu_ held
+  void sweep_stale_saves(bool at_start);  // the loop's thread (or no loop yet)
+  void refresh_pool_metrics();            // mu_ held (or no loop yet)
+  int retry_after_s() const;              // mu_ held
 
   std::shared_ptr<const Model> model_;
   SchedulerOptions opts_;
@@ -177,6 +183,7 @@ class Scheduler {
   double mean_request_s_ = 1.0;  // moving average of admitted-to-finished time (Retry-After)
   SchedulerMetrics metrics_;
   std::vector<std::string> startup_log_;
+  std::chrono::steady_clock::time_point last_sweep_;
   bool stop_ = false;
   std::thread thread_;
 };

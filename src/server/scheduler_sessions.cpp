@@ -274,8 +274,22 @@ std::optional<std::string> Scheduler::replay(const std::string& id, const std::s
   return it->second.last_reply;
 }
 
+void Scheduler::sweep_stale_saves(bool at_start) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!at_start && now - last_sweep_ < opts_.stale_sweep_every) return;
+  last_sweep_ = now;
+  const int n = remove_stale_temporaries(opts_.state_dir, std::chrono::hours(1));
+  if (n <= 0) return;
+  const std::string line = "removed " + std::to_string(n) + " unfinished save(s) older than an hour";
+  if (at_start)
+    startup_log_.push_back(line);
+  else
+    std::fprintf(stderr, "[sinkstream] %s\n", line.c_str());
+}
+
 Status Scheduler::persist(const std::string& id, Session& s) {
   if (opts_.state_dir.empty()) return ok_status();
+  sweep_stale_saves(/*at_start=*/false);
   // Compare and swap: the file must be the version this turn started from.
   if (opts_.shared_store && !(stamp_of(id) == s.stamp)) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -307,8 +321,7 @@ void Scheduler::restore_sessions() {
   // pool only when the session is used again.
   const int per = blocks_per_sequence();
   const auto& eo = engine_.options();
-  if (const int n = remove_stale_temporaries(opts_.state_dir, std::chrono::hours(1)); n > 0)
-    startup_log_.push_back("removed " + std::to_string(n) + " unfinished save(s) older than an hour");
+  sweep_stale_saves(/*at_start=*/true);
   for_each_session(
       opts_.state_dir, fp_, startup_log_, &metrics_.session_fallbacks, &metrics_.session_files_rejected,
       [&](SessionRecord&& r) {

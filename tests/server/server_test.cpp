@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 
 #include "runtime_helpers.h"
 #include "server_fixture.h"
@@ -189,6 +190,30 @@ TEST(Server, RestartWithStateDirContinuesIdentically) {
     with_restart.insert(with_restart.end(), rest.begin(), rest.end());
   }
   EXPECT_EQ(with_restart, without_restart);
+  std::filesystem::remove_all(dir);
+}
+
+// A running server sweeps unfinished saves too, not only at its start (a
+// replica beside it killed mid-write): here after every save, and only
+// those older than an hour.
+TEST(Server, RunningServerSweepsStaleSaveTemporaries) {
+  const std::string dir = test::temp_path("sweep");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    SchedulerOptions so = test::default_sched(dir);
+    so.stale_sweep_every = std::chrono::seconds(0);
+    test::TestServer a(test::stories_gguf(), so);
+    // Left after the start's own sweep, as by a replica killed meanwhile.
+    const std::string stale = session_path(dir, "other") + ".part.77.0";
+    const std::string fresh = session_path(dir, "other") + ".part.77.1";
+    for (const auto& p : {stale, fresh}) std::ofstream(p) << "x";
+    std::filesystem::last_write_time(stale, std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+    run_turns(a, "mine", 0, 1);
+    EXPECT_FALSE(std::filesystem::exists(stale));
+    EXPECT_TRUE(std::filesystem::exists(fresh));  // may be a save in progress
+    EXPECT_TRUE(std::filesystem::exists(session_path(dir, "mine")));
+  }
   std::filesystem::remove_all(dir);
 }
 
