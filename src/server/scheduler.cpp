@@ -308,6 +308,8 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
     a.req->error_status = status;
   }
   a.req->notify();
+  // After the reply, so the hour's directory scan never delays a turn.
+  if (a.session && !opts_.state_dir.empty()) sweep_stale_saves(/*at_start=*/false);
   sinks_.prune(engine_.pool());
   if (reason == "cancelled") {
     std::lock_guard<std::mutex> lock(mu_);

@@ -58,7 +58,7 @@ struct SchedulerOptions {
   bool shared_store = false;
   // How often a running server also removes unfinished saves in state_dir
   // older than an hour (a replica beside it killed mid-write; its own
-  // start sweeps them too), checked after each save.
+  // start sweeps them too), checked after each saved turn is answered.
   std::chrono::seconds stale_sweep_every{3600};
 };
 

@@ -289,7 +289,6 @@ void Scheduler::sweep_stale_saves(bool at_start) {
 
 Status Scheduler::persist(const std::string& id, Session& s) {
   if (opts_.state_dir.empty()) return ok_status();
-  sweep_stale_saves(/*at_start=*/false);
   // Compare and swap: the file must be the version this turn started from.
   if (opts_.shared_store && !(stamp_of(id) == s.stamp)) {
     std::lock_guard<std::mutex> lock(mu_);

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "runtime_helpers.h"
 #include "server_fixture.h"
@@ -210,6 +211,10 @@ TEST(Server, RunningServerSweepsStaleSaveTemporaries) {
     for (const auto& p : {stale, fresh}) std::ofstream(p) << "x";
     std::filesystem::last_write_time(stale, std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
     run_turns(a, "mine", 0, 1);
+    // The sweep runs just after the reply is sent: wait for it, bounded.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::filesystem::exists(stale) && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_FALSE(std::filesystem::exists(stale));
     EXPECT_TRUE(std::filesystem::exists(fresh));  // may be a save in progress
     EXPECT_TRUE(std::filesystem::exists(session_path(dir, "mine")));
