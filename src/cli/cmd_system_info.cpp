@@ -31,8 +31,10 @@ int SystemInfoCommand::run() {
     std::printf("int8 decode:  %s (--act-quant int8/fast, 1-3 rows)\n", r.int8_decode.c_str());
     std::printf("int8 batches: %s (--act-quant int8, 4+ rows)\n", r.int8_batches.c_str());
     std::printf("fast batches: %s (--act-quant fast, 4+ rows of Q4_0/Q8_0)\n", r.bf16_batches.c_str());
-    std::printf("prefetch:     %s in decode (%s; SINKSTREAM_PREFETCH=on|off sets it)\n", r.decode_prefetch.c_str(),
+    std::printf("prefetch:     %s in Q4_0 decode (%s; SINKSTREAM_PREFETCH=on|off sets it)\n", r.decode_prefetch.c_str(),
                 r.decode_prefetch_source.c_str());
+    std::printf("              Q6_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q6K=l1|l2 sets it)\n",
+                r.q6k_prefetch.c_str(), r.q6k_prefetch_source.c_str());
     std::printf("threads:      %d by default (%s; -t or $SINKSTREAM_THREADS sets it)\n", threads.threads,
                 threads.why.c_str());
     return 0;
@@ -51,6 +53,8 @@ int SystemInfoCommand::run() {
   j["fast_batches"] = r.bf16_batches;
   j["decode_prefetch"] = r.decode_prefetch;
   j["decode_prefetch_from"] = r.decode_prefetch_source;
+  j["q6k_prefetch"] = r.q6k_prefetch;
+  j["q6k_prefetch_from"] = r.q6k_prefetch_source;
   j["default_threads"] = threads.threads;
   j["default_threads_from"] = threads.why;
   std::printf("%s\n", j.dump(2).c_str());

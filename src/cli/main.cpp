@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   }
   // A mistyped cap must not silently run other kernels than the user asked for.
   if (const std::string err = ss::cpu_cap_error(); !err.empty()) return ss::cli::fail(err);
-  if (const std::string err = ss::decode_prefetch_error(); !err.empty()) return ss::cli::fail(err);
+  if (const std::string err = ss::prefetch_env_error(); !err.empty()) return ss::cli::fail(err);
   if (generate.selected()) return generate.run();
   if (perplexity.selected()) return perplexity.run();
   if (attention.selected()) return attention.run();

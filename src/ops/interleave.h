@@ -108,11 +108,13 @@ __attribute__((always_inline)) inline void prefetch_lines(const uint8_t* at) {
 // before, 0.83-0.85).
 template <int64_t kBytes>
 inline constexpr int64_t kSuperBlocksAhead = (kKQuantPrefetchAhead + kBytes / 2) / kBytes;
-template <int64_t kBytes, int kSteps>
+// kLocality as __builtin_prefetch's: 3 fills L1 (prefetcht0), 2 L2
+// (prefetcht1).
+template <int64_t kBytes, int kSteps, int kLocality = 3>
 __attribute__((always_inline)) inline void prefetch_share(const uint8_t* ahead, int step) {
   constexpr int kPoints = static_cast<int>((kBytes + 64 * kSteps - 1) / (64 * kSteps));
   for (int j = 0; j < kPoints; ++j)
-    __builtin_prefetch(ahead + (step * kPoints + j) * kBytes / (kSteps * kPoints), 0, 3);
+    __builtin_prefetch(ahead + (step * kPoints + j) * kBytes / (kSteps * kPoints), 0, kLocality);
 }
 
 // W can be interleaved (Q4_0, Q8_0, Q4_K, Q5_K or Q6_K with the shapes above).

@@ -21,6 +21,8 @@ struct KernelReport {
   std::string bf16_batches;            // --act-quant fast, 4+ rows of Q4_0/Q8_0: "amx-bf16" or what runs instead
   std::string decode_prefetch;         // "software" or "hardware only" (util/cpu_features.h)
   std::string decode_prefetch_source;  // "default", "default for Zen 4", "SINKSTREAM_PREFETCH"
+  std::string q6k_prefetch;            // Q6_K decode's prefetch fills "L1" or "L2"
+  std::string q6k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q6K"
 };
 
 KernelReport kernel_report();

@@ -780,6 +780,7 @@ template <int NT, int G = 1>
 SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
                                   GroupStep step = {}) {
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
+  const bool to_l2 = q6k_prefetch_target() == PrefetchTarget::L2;
   const __m512i six = _mm512_set1_epi8(0x3F), low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(-16),
                 top = _mm512_set1_epi8(-64);
   __m512 acc[G][NT];
@@ -817,9 +818,13 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
           __m512i nib4[G][2];
           for (int u = 0; u < G; ++u) {
             const uint8_t* p = blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-            if (t0 == 0)  // as in interleaved_k45_tile
-              prefetch_share<kQ6KInterleavedBytes, 16>(
-                  blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes, 4 * pair + h);
+            if (t0 == 0) {  // as in interleaved_k45_tile; which cache: q6k_prefetch_target()
+              const uint8_t* ahead = blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes;
+              if (to_l2)
+                prefetch_share<kQ6KInterleavedBytes, 16, 2>(ahead, 4 * pair + h);
+              else
+                prefetch_share<kQ6KInterleavedBytes, 16>(ahead, 4 * pair + h);
+            }
             const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * h);
             // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.
             nib4[u][0] = _mm512_slli_epi16(_mm512_and_si512(nib, low), 2);

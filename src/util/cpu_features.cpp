@@ -3,6 +3,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -196,6 +199,14 @@ std::string cpu_feature_names(uint32_t bits) {
   return out.empty() ? "none" : out;
 }
 
+namespace {
+// The CPU's vendor and family as CPUID reports them ("AuthenticAMD", 0x19
+// for Zen 3/4, 0x1A for Zen 5; Intel cores are family 6).
+struct CpuIdentity {
+  std::string vendor;
+  unsigned family = 0;
+};
+
 CpuIdentity cpu_identity() {
   CpuIdentity id;
 #if defined(__x86_64__)
@@ -212,37 +223,61 @@ CpuIdentity cpu_identity() {
   return id;
 }
 
-namespace {
-struct PrefetchChoice {
-  DecodePrefetch mode = DecodePrefetch::Software;
+// A per-CPU default that an environment variable may override; an unknown
+// value leaves the default and is reported (prefetch_env_error()).
+template <class Mode>
+struct EnvChoice {
+  Mode mode{};
   std::string source = "default", error;
 };
-const PrefetchChoice& prefetch_choice() {
-  static const PrefetchChoice c = [] {
-    PrefetchChoice out;
-    const CpuIdentity id = cpu_identity();
-    if (id.vendor == "AuthenticAMD" && id.family == 0x19 && (cpu_detected() & kCpuAvx512)) {
-      out.mode = DecodePrefetch::HardwareOnly;
-      out.source = "default for Zen 4";
+
+bool is_zen4() {
+  const CpuIdentity id = cpu_identity();
+  return id.vendor == "AuthenticAMD" && id.family == 0x19 && (cpu_detected() & kCpuAvx512);
+}
+
+template <class Mode>
+EnvChoice<Mode> choose(const char* var, Mode fallback, Mode on_zen4,
+                       std::initializer_list<std::pair<std::string_view, Mode>> values) {
+  EnvChoice<Mode> out;
+  out.mode = fallback;
+  if (is_zen4()) {
+    out.mode = on_zen4;
+    out.source = "default for Zen 4";
+  }
+  const char* v = std::getenv(var);
+  if (v == nullptr || *v == '\0') return out;
+  std::string names;
+  for (const auto& [name, mode] : values) {
+    if (name == v) {
+      out.mode = mode;
+      out.source = var;
+      return out;
     }
-    const char* v = std::getenv("SINKSTREAM_PREFETCH");
-    if (v == nullptr || *v == '\0') return out;
-    const std::string_view value(v);
-    if (value == "on" || value == "off") {
-      out.mode = value == "on" ? DecodePrefetch::Software : DecodePrefetch::HardwareOnly;
-      out.source = "SINKSTREAM_PREFETCH";
-    } else {
-      out.error = "SINKSTREAM_PREFETCH=" + std::string(value) + ": expected on or off";
-    }
-    return out;
-  }();
+    names += (names.empty() ? "" : " or ") + std::string(name);
+  }
+  out.error = std::string(var) + "=" + v + ": expected " + names;
+  return out;
+}
+
+const EnvChoice<DecodePrefetch>& q4_0_choice() {
+  static const auto c = choose("SINKSTREAM_PREFETCH", DecodePrefetch::Software, DecodePrefetch::HardwareOnly,
+                               {{"on", DecodePrefetch::Software}, {"off", DecodePrefetch::HardwareOnly}});
+  return c;
+}
+
+const EnvChoice<PrefetchTarget>& q6k_choice() {
+  static const auto c = choose("SINKSTREAM_PREFETCH_Q6K", PrefetchTarget::L1, PrefetchTarget::L2,
+                               {{"l1", PrefetchTarget::L1}, {"l2", PrefetchTarget::L2}});
   return c;
 }
 }  // namespace
 
-DecodePrefetch decode_prefetch() { return prefetch_choice().mode; }
-std::string decode_prefetch_source() { return prefetch_choice().source; }
-std::string decode_prefetch_error() { return prefetch_choice().error; }
+DecodePrefetch decode_prefetch() { return q4_0_choice().mode; }
+std::string decode_prefetch_source() { return q4_0_choice().source; }
+PrefetchTarget q6k_prefetch_target() { return q6k_choice().mode; }
+std::string q6k_prefetch_source() { return q6k_choice().source; }
+std::string prefetch_env_error() { return !q4_0_choice().error.empty() ? q4_0_choice().error : q6k_choice().error; }
 
 std::string cpu_model_name() {
 #if defined(__x86_64__)

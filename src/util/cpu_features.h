@@ -77,14 +77,6 @@ std::string cpu_feature_names(uint32_t bits);
 // The CPU's brand string ("AMD EPYC 9B45"), or "unknown".
 std::string cpu_model_name();
 
-// The CPU's vendor and family as CPUID reports them ("AuthenticAMD", 0x19
-// for Zen 3/4, 0x1A for Zen 5; Intel cores are family 6).
-struct CpuIdentity {
-  std::string vendor;
-  unsigned family = 0;
-};
-CpuIdentity cpu_identity();
-
 // Whether Q4_0 decode (1-3 activation rows: ops/matmul_int8.cpp) prefetches
 // the lines a few blocks ahead in software, besides what the hardware
 // prefetchers fetch. Chosen per CPU from measurements (kernels_bench
@@ -95,14 +87,33 @@ CpuIdentity cpu_identity();
 // family 19h with AVX-512 (Zen 4), on everywhere else (what was measured
 // before this knob). The K-quants keep their prefetch everywhere: on Zen 4
 // Q6_K's sweep fell from 0.70-0.73 to 0.53-0.58 without it, and Q4_K_M
-// decode was no faster. SINKSTREAM_PREFETCH=on|off overrides the choice
+// decode was no faster (where Q6_K's lands: q6k_prefetch_target()). SINKSTREAM_PREFETCH=on|off overrides the choice
 // (read once, at first use). Results are the same bits either way.
 enum class DecodePrefetch { Software, HardwareOnly };
 DecodePrefetch decode_prefetch();
 // Where decode_prefetch() came from: "SINKSTREAM_PREFETCH", "default for
-// Zen 4" or "default"; and the error text for a value it did not know ("").
+// Zen 4" or "default".
 std::string decode_prefetch_source();
-std::string decode_prefetch_error();
+
+// Which cache the Q6_K GEMV's software prefetch (ops/matmul_int8.cpp,
+// interleaved_q6k_tile) fills: L1 (prefetcht0) or L2 (prefetcht1). On Zen 4
+// L2 reads faster (kernels_bench DecodeSweep, one thread, share of the read
+// probe, two alternating rounds: Q6_K 0.71-0.74 -> 0.86-0.90; TinyLlama
+// decode, tok/s, three alternating runs each: Q6_K 25.8-26.2 -> 32.2-32.9 at
+// one thread and 42.6-45.4 -> 46.3-54.9 at two; Q4_K_M 36.1-36.8 ->
+// 38.3-39.1 and 50.2-62.7 -> 63.9-66.8; Q5_K_M 28.2-28.6 -> 29.0-30.4 and
+// 42.1-50.1 -> 46.1-52.6). Q4_K / Q5_K into L2 were no faster at one thread
+// and slower at two (Q4_K_M 60.9-64.8 -> 47.0-64.3), so they stay in L1.
+// So: L2 on Zen 4 (as decode_prefetch()), L1 everywhere else (measured
+// before this knob on Zen 5). SINKSTREAM_PREFETCH_Q6K=l1|l2 overrides it.
+enum class PrefetchTarget { L1, L2 };
+PrefetchTarget q6k_prefetch_target();
+// "SINKSTREAM_PREFETCH_Q6K", "default for Zen 4" or "default".
+std::string q6k_prefetch_source();
+
+// The error text for a value of SINKSTREAM_PREFETCH or
+// SINKSTREAM_PREFETCH_Q6K that is not known ("" when both are fine).
+std::string prefetch_env_error();
 
 // Tests: sets the cap for a scope and restores the previous one after.
 class ScopedCpuCap {
