@@ -501,7 +501,8 @@ SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y,
 // together and take their scales d_w (one vcvtph2ps) * d_x in one multiply.
 // The nibbles' +8 comes back out through -8 * the activation block's sum.
 template <int NT>
-SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride) {
+SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                              bool prefetch = true) {
   const int64_t nb = xq.blocks(), cols = xq.cols;
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[NT];
@@ -510,8 +511,9 @@ SS_VNNI void interleaved_tile(const uint8_t* group, const QuantizedActs& xq, int
     const uint8_t* p = group + b * kInterleavedBlockBytes;
     // Eight blocks (2304 bytes) ahead into L1: TinyLlama Q4_0 decode, 2
     // threads, six interleaved rounds: 35.9-37.8 -> 39.6-41.4 tok/s; 1152
-    // bytes about the same, 4608 and 9216 slower (33-34).
-    prefetch_lines<kInterleavedBlockBytes>(p + 8 * kInterleavedBlockBytes);
+    // bytes about the same, 4608 and 9216 slower (33-34). Decode's leftover
+    // groups follow decode_prefetch() (off on Zen 4).
+    if (prefetch) prefetch_lines<kInterleavedBlockBytes>(p + 8 * kInterleavedBlockBytes);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
     __m512i dlo[NT], dhi[NT];  // two chains per block: half the dependent vpdpbusd latency
     for (int k = 0; k < NT; ++k) {
@@ -892,13 +894,14 @@ SS_VNNI void decode_group_tile(GgmlType type, const uint8_t* group, GroupStep st
   interleaved_tile_groups<GgmlType::Q8_0, NT, 4>(group, xq, t, y, y_stride, step);
 }
 
-// One group against NT activation rows from t.
+// One group against NT activation rows from t (q4_0_prefetch: Q4_0's
+// software prefetch).
 template <int NT>
-SS_VNNI void group_tile(GgmlType type, const uint8_t* group, const QuantizedActs& xq, int t, float* y,
-                        int64_t y_stride) {
+SS_VNNI void group_tile(GgmlType type, const uint8_t* group, const QuantizedActs& xq, int t, float* y, int64_t y_stride,
+                        bool q4_0_prefetch) {
   switch (type) {
     case GgmlType::Q4_0:
-      return interleaved_tile<NT>(group, xq, t, y, y_stride);
+      return interleaved_tile<NT>(group, xq, t, y, y_stride, q4_0_prefetch);
     case GgmlType::Q8_0:
       return interleaved_q8_tile<NT>(group, xq, t, y, y_stride);
     case GgmlType::Q4_K:
@@ -955,6 +958,7 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
     });
   }
   const int64_t g0 = r0 / kInterleaveRows, g1 = (r1 + kInterleaveRows - 1) / kInterleaveRows;
+  const bool q4_0_prefetch = xq.n >= 4 || decode_prefetch() == DecodePrefetch::Software;
   for (int64_t g = g0; g < g1; ++g) {
     float* yg = y + g * kInterleaveRows;
     // Batches: two adjacent groups at a time (kernels_bench, 2048 x 2048, 64
@@ -969,8 +973,9 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
       ++g;
       continue;
     }
-    for_act_groups<8>(
-        xq.n, [&](int t, auto nt) { group_tile<decltype(nt)::value>(type, group_at(g), xq, t, yg + t * rows, rows); });
+    for_act_groups<8>(xq.n, [&](int t, auto nt) {
+      group_tile<decltype(nt)::value>(type, group_at(g), xq, t, yg + t * rows, rows, q4_0_prefetch);
+    });
   }
 }
 
