@@ -23,6 +23,8 @@ struct KernelReport {
   std::string decode_prefetch_source;  // "default", "default for Zen 4", "SINKSTREAM_PREFETCH"
   std::string q6k_prefetch;            // Q6_K decode's prefetch fills "L1" or "L2"
   std::string q6k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q6K"
+  std::string q5k_prefetch;            // the same for Q5_K decode
+  std::string q5k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q5K"
 };
 
 KernelReport kernel_report();

@@ -266,9 +266,18 @@ const EnvChoice<DecodePrefetch>& q4_0_choice() {
   return c;
 }
 
+// L1 by default, L2 on Zen 4.
+EnvChoice<PrefetchTarget> cache_choice(const char* var) {
+  return choose(var, PrefetchTarget::L1, PrefetchTarget::L2, {{"l1", PrefetchTarget::L1}, {"l2", PrefetchTarget::L2}});
+}
+
+const EnvChoice<PrefetchTarget>& q5k_choice() {
+  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q5K");
+  return c;
+}
+
 const EnvChoice<PrefetchTarget>& q6k_choice() {
-  static const auto c = choose("SINKSTREAM_PREFETCH_Q6K", PrefetchTarget::L1, PrefetchTarget::L2,
-                               {{"l1", PrefetchTarget::L1}, {"l2", PrefetchTarget::L2}});
+  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q6K");
   return c;
 }
 }  // namespace
@@ -277,7 +286,13 @@ DecodePrefetch decode_prefetch() { return q4_0_choice().mode; }
 std::string decode_prefetch_source() { return q4_0_choice().source; }
 PrefetchTarget q6k_prefetch_target() { return q6k_choice().mode; }
 std::string q6k_prefetch_source() { return q6k_choice().source; }
-std::string prefetch_env_error() { return !q4_0_choice().error.empty() ? q4_0_choice().error : q6k_choice().error; }
+PrefetchTarget q5k_prefetch_target() { return q5k_choice().mode; }
+std::string q5k_prefetch_source() { return q5k_choice().source; }
+std::string prefetch_env_error() {
+  for (const std::string* e : {&q4_0_choice().error, &q5k_choice().error, &q6k_choice().error})
+    if (!e->empty()) return *e;
+  return "";
+}
 
 std::string cpu_model_name() {
 #if defined(__x86_64__)

@@ -87,7 +87,8 @@ std::string cpu_model_name();
 // family 19h with AVX-512 (Zen 4), on everywhere else (what was measured
 // before this knob). The K-quants keep their prefetch everywhere: on Zen 4
 // Q6_K's sweep fell from 0.70-0.73 to 0.53-0.58 without it, and Q4_K_M
-// decode was no faster (where Q6_K's lands: q6k_prefetch_target()). SINKSTREAM_PREFETCH=on|off overrides the choice
+// decode was no faster (where Q5_K's and Q6_K's land: q5k_prefetch_target(),
+// q6k_prefetch_target()). SINKSTREAM_PREFETCH=on|off overrides the choice
 // (read once, at first use). Results are the same bits either way.
 enum class DecodePrefetch { Software, HardwareOnly };
 DecodePrefetch decode_prefetch();
@@ -102,17 +103,26 @@ std::string decode_prefetch_source();
 // decode, tok/s, three alternating runs each: Q6_K 25.8-26.2 -> 32.2-32.9 at
 // one thread and 42.6-45.4 -> 46.3-54.9 at two; Q4_K_M 36.1-36.8 ->
 // 38.3-39.1 and 50.2-62.7 -> 63.9-66.8; Q5_K_M 28.2-28.6 -> 29.0-30.4 and
-// 42.1-50.1 -> 46.1-52.6). Q4_K / Q5_K into L2 were no faster at one thread
-// and slower at two (Q4_K_M 60.9-64.8 -> 47.0-64.3), so they stay in L1.
+// 42.1-50.1 -> 46.1-52.6). Q4_K and Q5_K together into L2 made two threads
+// slower (Q4_K_M 60.9-64.8 -> 47.0-64.3), so Q4_K stays in L1.
 // So: L2 on Zen 4 (as decode_prefetch()), L1 everywhere else (measured
 // before this knob on Zen 5). SINKSTREAM_PREFETCH_Q6K=l1|l2 overrides it.
 enum class PrefetchTarget { L1, L2 };
 PrefetchTarget q6k_prefetch_target();
 // "SINKSTREAM_PREFETCH_Q6K", "default for Zen 4" or "default".
 std::string q6k_prefetch_source();
+// The same for Q5_K (interleaved_k45_tile), chosen on its own: on Zen 4 L2
+// again reads faster (DecodeSweep Q5_K, one thread, three alternating
+// rounds: 0.65-0.70 -> 0.76-0.79; TinyLlama Q5_K_M decode, tok/s: one thread
+// 28.7-29.3 -> 30.9-31.0 in three rounds, two threads 40.8-51.2 -> 40.9-56.8
+// in eight, medians 43.0 / 42.8: memory-bound there either way; eight
+// sequences, one thread 93.5-106.3 -> 110.2-114.8). SINKSTREAM_PREFETCH_Q5K
+// =l1|l2 overrides it.
+PrefetchTarget q5k_prefetch_target();
+std::string q5k_prefetch_source();
 
-// The error text for a value of SINKSTREAM_PREFETCH or
-// SINKSTREAM_PREFETCH_Q6K that is not known ("" when both are fine).
+// The error text for a value of SINKSTREAM_PREFETCH, SINKSTREAM_PREFETCH_Q5K
+// or SINKSTREAM_PREFETCH_Q6K that is not known ("" when all are fine).
 std::string prefetch_env_error();
 
 // Tests: sets the cap for a scope and restores the previous one after.

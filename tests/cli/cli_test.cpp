@@ -154,16 +154,16 @@ TEST(Cli, SystemInfoFollowsTheCpuCap) {
   EXPECT_EQ(run("generate -n 3 --temp 0" + m).out.find("system_info"), std::string::npos);
 }
 
-// Q4_0 decode's software prefetch and where Q6_K's lands: chosen per CPU
-// (both by the same test for Zen 4), reported, overridable, and a value a
-// knob does not know is an error, not a silent default.
+// Q4_0 decode's software prefetch and where Q5_K's and Q6_K's land: chosen
+// per CPU (all by the same test for Zen 4), reported, overridable, and a
+// value a knob does not know is an error, not a silent default.
 TEST(Cli, SystemInfoReportsTheDecodePrefetchChoice) {
   auto info = [](const std::string& env) {
     auto r = run(env + std::string(SS_CLI_BINARY) + " system-info --json", false, /*raw=*/true);
     EXPECT_EQ(r.rc, 0) << env;
     return nlohmann::json::parse(r.out);
   };
-  const auto def = info("env -u SINKSTREAM_PREFETCH -u SINKSTREAM_PREFETCH_Q6K ");
+  const auto def = info("env -u SINKSTREAM_PREFETCH -u SINKSTREAM_PREFETCH_Q5K -u SINKSTREAM_PREFETCH_Q6K ");
   EXPECT_TRUE(def["decode_prefetch_from"] == "default" || def["decode_prefetch_from"] == "default for Zen 4")
       << def.dump();
   EXPECT_EQ(def["decode_prefetch"], def["decode_prefetch_from"] == "default" ? "software" : "hardware only");
@@ -185,6 +185,18 @@ TEST(Cli, SystemInfoReportsTheDecodePrefetchChoice) {
   bad = run("env SINKSTREAM_PREFETCH_Q6K=l3 " + std::string(SS_CLI_BINARY) + " system-info", true, /*raw=*/true);
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.out.find("SINKSTREAM_PREFETCH_Q6K=l3: expected l1 or l2"), std::string::npos) << bad.out;
+
+  EXPECT_EQ(def["q5k_prefetch_from"], def["decode_prefetch_from"]) << def.dump();
+  EXPECT_EQ(def["q5k_prefetch"], def["q5k_prefetch_from"] == "default" ? "L1" : "L2");
+  for (const char* target : {"l1", "l2"}) {
+    const auto set = info(std::string("env SINKSTREAM_PREFETCH_Q5K=") + target + " ");
+    EXPECT_EQ(set["q5k_prefetch"], std::string(target) == "l1" ? "L1" : "L2");
+    EXPECT_EQ(set["q5k_prefetch_from"], "SINKSTREAM_PREFETCH_Q5K");
+    EXPECT_EQ(set["q6k_prefetch"], def["q6k_prefetch"]);  // each type's knob moves only its own choice
+  }
+  bad = run("env SINKSTREAM_PREFETCH_Q5K=L2x " + std::string(SS_CLI_BINARY) + " system-info", true, /*raw=*/true);
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("SINKSTREAM_PREFETCH_Q5K=L2x: expected l1 or l2"), std::string::npos) << bad.out;
 }
 
 TEST(Cli, SinksGenerationRunsPastTheWindow) {
