@@ -829,10 +829,14 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
             const uint8_t* p = blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair;
             if (t0 == 0) {  // as in interleaved_k45_tile; which cache: q6k_prefetch_target()
               const uint8_t* ahead = blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes;
-              if (to_l2)
+              if (to_l2) {
+                // Then on from L2 to L1 one super-block ahead: on Zen 4 the
+                // loads otherwise wait on L2 (cpu_features.h has the figures).
                 prefetch_share<kQ6KInterleavedBytes, 16, 2>(ahead, 4 * pair + h);
-              else
+                prefetch_share<kQ6KInterleavedBytes, 16>(blk[u] + kQ6KInterleavedBytes, 4 * pair + h);
+              } else {
                 prefetch_share<kQ6KInterleavedBytes, 16>(ahead, 4 * pair + h);
+              }
             }
             const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * h);
             // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.

@@ -107,6 +107,12 @@ std::string decode_prefetch_source();
 // slower (Q4_K_M 60.9-64.8 -> 47.0-64.3), so Q4_K stays in L1.
 // So: L2 on Zen 4 (as decode_prefetch()), L1 everywhere else (measured
 // before this knob on Zen 5). SINKSTREAM_PREFETCH_Q6K=l1|l2 overrides it.
+// With L2, each share also goes on into L1 one super-block ahead (session
+// 42, alternating runs: DecodeSweep Q6_K 0.84-0.89 -> 0.90-0.94, three
+// rounds; TinyLlama Q6_K decode 27.5-30.2 -> 31.5-32.1 tok/s at one thread
+// and 35.4-35.9 -> 36.8-38.2 at two, three rounds each; Q4_K_M 38.7-40.6 ->
+// 39.8-40.6 at one. Two super-blocks ahead read 0.69-0.72; Q4_K and Q5_K
+// gained nothing from it: 0.81-0.88 -> 0.81-0.83, 0.78-0.79 -> 0.71-0.77).
 enum class PrefetchTarget { L1, L2 };
 PrefetchTarget q6k_prefetch_target();
 // "SINKSTREAM_PREFETCH_Q6K", "default for Zen 4" or "default".
