@@ -21,7 +21,8 @@ DIR=${DIR:-/tmp}
 LOG=$(mktemp)
 # Beside decode's p99/p50, bench --host-floor's: a plain arithmetic loop as
 # long as a step, on every thread, joined, in alternation with 128 more steps
-# (what the machine alone adds to a step of that length).
+# (what the machine's CPUs alone add to a step of that length), and one plain
+# sweep over the weights after each (what its memory adds to reading them).
 # The host's share of this VM's CPU time (/proc/stat "steal") over a run: on a
 # shared VM a decode step waits whenever the host takes a vCPU, which is
 # where the p99 tails come from; 0 on bare metal.
@@ -58,7 +59,8 @@ d = j["decode"][0]
 print("ss", sys.argv[1], sys.argv[2], "tg", d["tok_s"])
 print("ss", sys.argv[1], sys.argv[2], "p50", d["p50_ms"])
 print("ss", sys.argv[1], sys.argv[2], "p99", d["p99_ms"])
-print("ss", sys.argv[1], sys.argv[2], "floor", j["host_floor"]["loop_ratio"])' "$ty" "$t" "$LOG.json" >>"$LOG"
+print("ss", sys.argv[1], sys.argv[2], "floor", j["host_floor"]["loop_ratio"])
+print("ss", sys.argv[1], sys.argv[2], "memfloor", j["host_floor"]["sweep_ratio"])' "$ty" "$t" "$LOG.json" >>"$LOG"
       echo "ss $ty $t steal $(steal_share "$before" "$(cpu_times)")" >>"$LOG"
     done
   done
@@ -70,7 +72,7 @@ for line in open(sys.argv[1]):
     who, ty, t, test, x = line.split()
     v[(who, ty, t, test)].append(float(x))
 med = lambda k: statistics.median(v[k]) if v[k] else float("nan")
-print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | tg ratio by round | sinkstream p99/p50 | host floor p99/p50 | host steal % |")
+print("| type | threads | llama.cpp tg / pp512 tok/s | sinkstream tg / pp512 tok/s | ratio tg / pp | tg ratio by round | sinkstream p99/p50 | host floor p99/p50: CPU / memory | host steal % |")
 print("|---|---|---|---|---|---|---|---|---|")
 for ty in dict.fromkeys(k[1] for k in v):
     for t in dict.fromkeys(k[2] for k in v if k[1] == ty):
@@ -78,11 +80,12 @@ for ty in dict.fromkeys(k[1] for k in v):
         tail = med(("ss", ty, t, "p99")) / med(("ss", ty, t, "p50"))
         steal = med(("ss", ty, t, "steal"))
         floor = med(("ss", ty, t, "floor"))
+        memfloor = med(("ss", ty, t, "memfloor"))
         # Each round's pair ran a minute apart: their spread is the drift
         # of this machine's speed that the medians smooth over.
         rounds = [s / l for s, l in zip(v[("ss", ty, t, "tg")], v[("llama", ty, t, "tg")])]
         spread = f"{min(rounds):.2f}-{max(rounds):.2f}x" if rounds else "-"
-        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {spread} | {tail:.2f} | {floor:.2f} | {steal:.1f} |")
+        print(f"| {ty.upper()} | {t} | {lt:.1f} / {lp:.1f} | {st:.1f} / {sp:.1f} | {st/lt:.2f}x / {sp/lp:.2f}x | {spread} | {tail:.2f} | {floor:.2f} / {memfloor:.2f} | {steal:.1f} |")
 print(f"({len(v[next(iter(v))])} rounds, medians)")
 PY
 rm -f "$LOG" "$LOG.json" "$LOG.csv"

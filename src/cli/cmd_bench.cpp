@@ -103,8 +103,10 @@ BenchCommand::BenchCommand(CLI::App& app) {
             "share: median sweep time / step time)");
   sub_.flag("--host-floor", host_floor_,
             "after the decode positions, --samples more decode steps, each followed by a plain arithmetic loop as "
-            "long as the last position's p50 step on every thread, joined: the loop's p99/p50 is what this machine "
-            "adds to any step of that length and thread count (timer ticks, preemption), the floor under decode's");
+            "long as the last position's p50 step on every thread, joined, and by one plain sweep over the weights: "
+            "the loop's p99/p50 is what this machine's CPUs add to any step of that length and thread count (timer "
+            "ticks, preemption), the sweep's what its memory adds to reading what a step reads; the floors under "
+            "decode's");
   sub_.add("--seed", seed_, "seed of the random token stream").show_default();
   sub_.flag("--json", json_, "print results as JSON");
 }
@@ -117,17 +119,17 @@ int BenchCommand::run() {
   if (!pols.ok()) return fail(pols.error().message);
   if (pols.value()[0].recompute()) return fail("bench the streaming policy; give recompute via --compare");
   const KvPolicy policy = pols.value()[0].policy;
-  // What --bandwidth sweeps (the weights where the loaded model keeps them).
+  // What --bandwidth and --host-floor sweep (the weights where the loaded
+  // model keeps them).
   double weight_bytes = 0;
   const std::vector<ByteRange> weight_ranges =
-      bandwidth_ ? decode_weight_ranges(*model, &weight_bytes) : std::vector<ByteRange>{};
-  if (bandwidth_) {
-    // The probe times whole 256-byte pieces of each tensor (ops/bandwidth.h):
-    // said before any work, not as a division by zero after it.
-    if (std::none_of(weight_ranges.begin(), weight_ranges.end(), [](const ByteRange& r) { return r.bytes >= 256; }))
-      return fail(
-          "--bandwidth: every weight tensor of this model is under the probe's 256-byte piece; nothing to time");
-  }
+      bandwidth_ || host_floor_ ? decode_weight_ranges(*model, &weight_bytes) : std::vector<ByteRange>{};
+  // The probe times whole 256-byte pieces of each tensor (ops/bandwidth.h).
+  const bool sweepable =
+      std::any_of(weight_ranges.begin(), weight_ranges.end(), [](const ByteRange& r) { return r.bytes >= 256; });
+  // Said before any work, not as a division by zero after it.
+  if (bandwidth_ && !sweepable)
+    return fail("--bandwidth: every weight tensor of this model is under the probe's 256-byte piece; nothing to time");
   auto prefill = parse_list(prefill_);
   auto positions = parse_list(positions_);
   if (!prefill.ok()) return fail(prefill.error().message);
@@ -470,9 +472,12 @@ int BenchCommand::run() {
     // Step and loop in alternation, so both see the same minutes of a
     // shared machine. The loop runs on every engine thread and is joined as
     // a step is: with N threads a step waits for the most delayed of N cores.
+    // The sweep is one plain pass (not the fastest of several, as
+    // --bandwidth's paired sweeps are): a decode step that reads at the
+    // memory's pace slows with it, in the same minutes, on a shared host.
     const PlainLoop loop(samples.back().p50_ms);
     ThreadPool& pool = engine.threads();
-    std::vector<double> step_ms, loop_ms;
+    std::vector<double> step_ms, loop_ms, sweep_ms;  // no sweeps where nothing is sweepable
     const int64_t from = pos;
     for (int i = 0; i < samples_; ++i) {
       if (auto st = decode_steps(1, step_ms); !st.ok()) return fail(st.error().message);
@@ -481,17 +486,33 @@ int BenchCommand::run() {
         for (size_t k = b; k < e; ++k) loop.run();
       });
       loop_ms.push_back(ms_since(t0));
+      if (!sweepable) continue;
+      const auto t1 = Clock::now();
+      read_sweep(pool, weight_ranges, ReadMethod::Plain);
+      sweep_ms.push_back(ms_since(t1));
     }
     const double sp50 = percentile(step_ms, 0.5), sp99 = percentile(step_ms, 0.99);
     const double lp50 = percentile(loop_ms, 0.5), lp99 = percentile(loop_ms, 0.99);
     out["host_floor"] = {{"position", from},    {"pairs", samples_},         {"step_p50_ms", sp50},
                          {"step_p99_ms", sp99}, {"step_ratio", sp99 / sp50}, {"loop_p50_ms", lp50},
                          {"loop_p99_ms", lp99}, {"loop_ratio", lp99 / lp50}};
+    std::string sweep_text = "no sweep (every weight tensor is under the probe's 256-byte piece)";
+    if (sweepable) {
+      const double wp50 = percentile(sweep_ms, 0.5), wp99 = percentile(sweep_ms, 0.99);
+      out["host_floor"].update({{"sweep_p50_ms", wp50},
+                                {"sweep_p99_ms", wp99},
+                                {"sweep_ratio", wp99 / wp50},
+                                {"sweep_bytes", weight_bytes}});
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "sweep p50 %.4f ms p99 %.4f ms (p99/p50 %.2f)", wp50, wp99, wp99 / wp50);
+      sweep_text = buf;
+    }
     if (!json_)
       std::printf(
-          "host floor (%d decode steps from position %lld, each followed by a plain loop on each thread): "
-          "step p50 %.4f ms p99 %.4f ms (p99/p50 %.2f) | loop p50 %.4f ms p99 %.4f ms (p99/p50 %.2f)\n",
-          samples_, static_cast<long long>(from), sp50, sp99, sp99 / sp50, lp50, lp99, lp99 / lp50);
+          "host floor (%d decode steps from position %lld, each followed by a plain loop on each thread and a plain "
+          "sweep over the weights): step p50 %.4f ms p99 %.4f ms (p99/p50 %.2f) | loop p50 %.4f ms p99 %.4f ms "
+          "(p99/p50 %.2f) | %s\n",
+          samples_, static_cast<long long>(from), sp50, sp99, sp99 / sp50, lp50, lp99, lp99 / lp50, sweep_text.c_str());
   }
 
   if (bandwidth_) {

@@ -362,15 +362,17 @@ TEST(Cli, BenchPairsPositionsAndBatchesWithFastKernels) {
   EXPECT_GE(p["share_p50"].get<double>(), p["share_p10"].get<double>()) << p;
   EXPECT_GT(p["share_p10"].get<double>(), 0) << p;
   for (const char* k : {"step_p99_over_p50", "sweep_p99_over_p50"}) EXPECT_GE(p[k].get<double>(), 1.0) << k << p;
-  // The host floor: one plain loop after each of --samples more steps, from
-  // where the stream reached (20, then 6 timed steps), both timed.
+  // The host floor: one plain loop and one plain sweep over the weights after
+  // each of --samples more steps, from where the stream reached (20, then 6
+  // timed steps), all timed.
   auto hf = run("bench -m " + q + " --prefill 8 --positions 20 --samples 6 --host-floor --json");
   ASSERT_EQ(hf.rc, 0) << hf.out;
   const auto h = nlohmann::json::parse(hf.out)["host_floor"];
   EXPECT_EQ(h["pairs"].get<int>(), 6) << h;
   EXPECT_EQ(h["position"].get<int64_t>(), 26) << h;
-  for (const char* k : {"step_p50_ms", "loop_p50_ms"}) EXPECT_GT(h[k].get<double>(), 0) << k << h;
-  for (const char* k : {"step_ratio", "loop_ratio"}) EXPECT_GE(h[k].get<double>(), 1.0) << k << h;
+  for (const char* k : {"step_p50_ms", "loop_p50_ms", "sweep_p50_ms"}) EXPECT_GT(h[k].get<double>(), 0) << k << h;
+  for (const char* k : {"step_ratio", "loop_ratio", "sweep_ratio"}) EXPECT_GE(h[k].get<double>(), 1.0) << k << h;
+  EXPECT_EQ(h["sweep_bytes"].get<double>(), j["weight_bytes_per_token"].get<double>()) << h;
   std::remove(q.c_str());
 }
 
@@ -411,6 +413,11 @@ TEST(Cli, BenchBandwidthRefusesWeightsTooSmallToProbe) {
   EXPECT_NE(bw.rc, 0) << bw.out;
   EXPECT_NE(bw.out.find("256-byte"), std::string::npos) << bw.out;
   EXPECT_EQ(bw.out.find("prefill"), std::string::npos) << "refused only after measuring:\n" << bw.out;
+  // --host-floor still runs its loop there, and says it has no sweep.
+  auto hf = run(args + " --host-floor", true);
+  ASSERT_EQ(hf.rc, 0) << hf.out;
+  EXPECT_NE(hf.out.find("no sweep (every weight tensor is under the probe's 256-byte piece)"), std::string::npos)
+      << hf.out;
 }
 
 }  // namespace
