@@ -122,8 +122,8 @@ std::string q6k_prefetch_source();
 // rounds: 0.65-0.70 -> 0.76-0.79; TinyLlama Q5_K_M decode, tok/s: one thread
 // 28.7-29.3 -> 30.9-31.0 in three rounds, two threads 40.8-51.2 -> 40.9-56.8
 // in eight, medians 43.0 / 42.8: memory-bound there either way; eight
-// sequences, one thread 93.5-106.3 -> 110.2-114.8). SINKSTREAM_PREFETCH_Q5K
-// =l1|l2 overrides it.
+// sequences, one thread 93.5-106.3 -> 110.2-114.8).
+// SINKSTREAM_PREFETCH_Q5K=l1|l2 overrides it.
 PrefetchTarget q5k_prefetch_target();
 std::string q5k_prefetch_source();
 
