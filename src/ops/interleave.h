@@ -116,6 +116,15 @@ __attribute__((always_inline)) inline void prefetch_share(const uint8_t* ahead, 
   for (int j = 0; j < kPoints; ++j)
     __builtin_prefetch(ahead + (step * kPoints + j) * kBytes / (kSteps * kPoints), 0, kLocality);
 }
+// The same into L2 (to_l2) or L1, as a per-CPU choice picks at run time
+// (util/cpu_features.h: q5k_prefetch_target(), q6k_prefetch_target()).
+template <int64_t kBytes, int kSteps>
+__attribute__((always_inline)) inline void prefetch_share_into(bool to_l2, const uint8_t* ahead, int step) {
+  if (to_l2)
+    prefetch_share<kBytes, kSteps, 2>(ahead, step);
+  else
+    prefetch_share<kBytes, kSteps>(ahead, step);
+}
 
 // W can be interleaved (Q4_0, Q8_0, Q4_K, Q5_K or Q6_K with the shapes above).
 bool can_interleave(const TensorView& w);

@@ -702,13 +702,9 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
           // Only the first activation rows' pass brings them in (a batch's
           // later passes meet the group in cache). Which cache, for Q5_K:
           // q5k_prefetch_target().
-          if (c % 4 == 0 && t0 == 0) {
-            const uint8_t* ahead = p[u] + kSuperBlocksAhead<kSuperBytes> * kSuperBytes;
-            if (to_l2)
-              prefetch_share<kSuperBytes, 8, 2>(ahead, 2 * pair + c / 4);
-            else
-              prefetch_share<kSuperBytes, 8>(ahead, 2 * pair + c / 4);
-          }
+          if (c % 4 == 0 && t0 == 0)
+            prefetch_share_into<kSuperBytes, 8>(to_l2, p[u] + kSuperBlocksAhead<kSuperBytes> * kSuperBytes,
+                                                2 * pair + c / 4);
           const __m512i v = _mm512_loadu_si512(pp + 64 * c);
           lo[u] = _mm512_and_si512(v, low);
           hi[u] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
@@ -829,14 +825,10 @@ SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
             const uint8_t* p = blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair;
             if (t0 == 0) {  // as in interleaved_k45_tile; which cache: q6k_prefetch_target()
               const uint8_t* ahead = blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes;
-              if (to_l2) {
-                // Then on from L2 to L1 one super-block ahead: on Zen 4 the
-                // loads otherwise wait on L2 (cpu_features.h has the figures).
-                prefetch_share<kQ6KInterleavedBytes, 16, 2>(ahead, 4 * pair + h);
-                prefetch_share<kQ6KInterleavedBytes, 16>(blk[u] + kQ6KInterleavedBytes, 4 * pair + h);
-              } else {
-                prefetch_share<kQ6KInterleavedBytes, 16>(ahead, 4 * pair + h);
-              }
+              prefetch_share_into<kQ6KInterleavedBytes, 16>(to_l2, ahead, 4 * pair + h);
+              // From L2 then on to L1 one super-block ahead: on Zen 4 the
+              // loads otherwise wait on L2 (cpu_features.h has the figures).
+              if (to_l2) prefetch_share<kQ6KInterleavedBytes, 16>(blk[u] + kQ6KInterleavedBytes, 4 * pair + h);
             }
             const __m512i nib = _mm512_loadu_si512(p + kQ6KIlHighNibbles + 64 * h);
             // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.
