@@ -37,6 +37,9 @@ int SystemInfoCommand::run() {
                 r.q5k_prefetch.c_str(), r.q5k_prefetch_source.c_str());
     std::printf("              Q6_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q6K=l1|l2 sets it)\n",
                 r.q6k_prefetch.c_str(), r.q6k_prefetch_source.c_str());
+    if (!r.prefetch_followed)
+      std::printf("              (the AVX-512 VNNI decode kernels follow these; the %s ones here prefetch their own way)\n",
+                  r.int8_decode.c_str());
     std::printf("threads:      %d by default (%s; -t or $SINKSTREAM_THREADS sets it)\n", threads.threads,
                 threads.why.c_str());
     return 0;
@@ -59,6 +62,7 @@ int SystemInfoCommand::run() {
   j["q6k_prefetch_from"] = r.q6k_prefetch_source;
   j["q5k_prefetch"] = r.q5k_prefetch;
   j["q5k_prefetch_from"] = r.q5k_prefetch_source;
+  j["prefetch_followed"] = r.prefetch_followed;
   j["default_threads"] = threads.threads;
   j["default_threads_from"] = threads.why;
   std::printf("%s\n", j.dump(2).c_str());

@@ -25,6 +25,10 @@ struct KernelReport {
   std::string q6k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q6K"
   std::string q5k_prefetch;            // the same for Q5_K decode
   std::string q5k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q5K"
+  // Whether the int8 decode kernels that run follow the three choices above:
+  // the AVX-512 VNNI ones (AMX machines decode with them too) do; the AVX2 /
+  // AVX-VNNI tiles prefetch as they always do, and the float path not at all.
+  bool prefetch_followed = false;
 };
 
 KernelReport kernel_report();

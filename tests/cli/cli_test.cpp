@@ -197,6 +197,23 @@ TEST(Cli, SystemInfoReportsTheDecodePrefetchChoice) {
   bad = run("env SINKSTREAM_PREFETCH_Q5K=L2x " + std::string(SS_CLI_BINARY) + " system-info", true, /*raw=*/true);
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.out.find("SINKSTREAM_PREFETCH_Q5K=L2x: expected l1 or l2"), std::string::npos) << bad.out;
+
+  // Only the AVX-512 VNNI decode kernels follow the knobs: under a cap that
+  // runs other kernels the report must not claim their prefetch.
+  EXPECT_EQ(def["prefetch_followed"], def["int8_decode"] == "avx512-vnni") << def.dump();
+  const std::string usable = def["usable"];
+  for (const char* cap : {"sse4", "avx2"}) {
+    if (std::string(cap) == "avx2" && usable.find("AVX2") == std::string::npos) continue;
+    const std::string env = std::string("env SINKSTREAM_CPU=") + cap + " ";
+    const auto capped = info(env);
+    EXPECT_EQ(capped["int8_decode"], std::string(cap) == "sse4" ? "float" : "avx2") << capped.dump();
+    EXPECT_EQ(capped["prefetch_followed"], false) << capped.dump();
+    const auto text = run(env + std::string(SS_CLI_BINARY) + " system-info", false, /*raw=*/true);
+    EXPECT_NE(text.out.find("the AVX-512 VNNI decode kernels follow these; the " +
+                            capped["int8_decode"].get<std::string>() + " ones here prefetch their own way"),
+              std::string::npos)
+        << text.out;
+  }
 }
 
 TEST(Cli, SinksGenerationRunsPastTheWindow) {
