@@ -38,8 +38,9 @@ int SystemInfoCommand::run() {
     std::printf("              Q6_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q6K=l1|l2 sets it)\n",
                 r.q6k_prefetch.c_str(), r.q6k_prefetch_source.c_str());
     if (!r.prefetch_followed)
-      std::printf("              (the AVX-512 VNNI decode kernels follow these; the %s ones here prefetch their own way)\n",
-                  r.int8_decode.c_str());
+      std::printf(
+          "              (the AVX-512 VNNI decode kernels follow these; the %s ones here prefetch their own way)\n",
+          r.int8_decode.c_str());
     std::printf("threads:      %d by default (%s; -t or $SINKSTREAM_THREADS sets it)\n", threads.threads,
                 threads.why.c_str());
     return 0;

@@ -27,7 +27,7 @@ struct KernelReport {
   std::string q5k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q5K"
   // Whether the int8 decode kernels that run follow the three choices above:
   // the AVX-512 VNNI ones (AMX machines decode with them too) do; the AVX2 /
-  // AVX-VNNI tiles prefetch as they always do, and the float path not at all.
+  // AVX-VNNI tiles and the float kernels prefetch their own fixed way.
   bool prefetch_followed = false;
 };
 
