@@ -40,15 +40,27 @@ void shared_pass(std::span<const MatmulOut> outs, int n, ThreadPool& pool, const
   // Tiles go out in chunks as threads become free, since per-core speeds
   // differ on a shared machine and a static split waits for the slowest.
   // Chunks shrink as the pass goes on (guided scheduling: each takes half of
-  // what is left over the threads, at least two tiles), so few claims are
+  // what is left over the threads, at least four tiles), so few claims are
   // made, yet the thread that finishes first waits at most for a small last
-  // chunk. Chunks are whole pairs of tiles, the AMX kernels' unit.
+  // chunk. One part takes everything in one claim. Chunks are whole fours of
+  // tiles: decode's Q4_0/Q8_0 GEMVs read a range as four far-apart streams
+  // (two under AVX2) and leave what does not divide to a one-stream tile,
+  // and the AMX kernels take tiles in pairs. Chunks of whole pairs, halved
+  // down to two even at one thread, had put 9% of Q8_0 decode's kernel time
+  // into one-stream tiles (perf, TinyLlama, two threads, Zen 4 VM); whole
+  // fours: none, and decode's share of the paired sweep (bench --bandwidth,
+  // alternating runs) went 91-94% -> 92-98% at two threads (four runs) and
+  // 93-95% -> 96-97% at one (three); Q4_0 and Q4_K_M stayed level.
+  constexpr int64_t kClaimTiles = 4;
   std::atomic<int64_t> next{0};
   auto claim = [&](int64_t& lo, int64_t& hi) {
     int64_t cur = next.load(std::memory_order_relaxed);
     for (;;) {
       if (cur >= tiles) return false;
-      const int64_t size = (std::max<int64_t>(2, (tiles - cur) / (2 * parts)) + 1) & ~int64_t{1};
+      const int64_t size =
+          parts == 1
+              ? tiles
+              : (std::max<int64_t>(kClaimTiles, (tiles - cur) / (2 * parts)) + kClaimTiles - 1) & ~(kClaimTiles - 1);
       if (next.compare_exchange_weak(cur, cur + size, std::memory_order_relaxed)) {
         lo = cur;
         hi = std::min(tiles, cur + size);
