@@ -150,6 +150,11 @@ struct GroupStep {
   int64_t rows = 0;
 };
 
+// Far-apart streams one core reads in Q4_0/Q8_0 decode: the AVX-512 VNNI
+// GEMV's and the AVX2 one's. Row ranges handed to threads come in whole
+// multiples of both (ops/matmul.cpp), so no group is left to a one-stream tile.
+inline constexpr int kVnniDecodeStreams = 4, kAvx2DecodeStreams = 2;
+
 // Decode's G streams per core (the VNNI and AVX2 int8 GEMVs): rows [r0, r1)
 // of an interleaved W (whole groups) in G parts of equal whole groups,
 // part(g, step) for each group g of the first part, so that one core reads G

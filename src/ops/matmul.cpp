@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/interleave.h"
 #include "ops/matmul_bf16.h"
 #include "ops/matmul_int8.h"
 #include "ops/matmul_kernels.h"
@@ -51,7 +52,9 @@ void shared_pass(std::span<const MatmulOut> outs, int n, ThreadPool& pool, const
   // fours: none, and decode's share of the paired sweep (bench --bandwidth,
   // alternating runs) went 91-94% -> 92-98% at two threads (four runs) and
   // 93-95% -> 96-97% at one (three); Q4_0 and Q4_K_M stayed level.
-  constexpr int64_t kClaimTiles = 4;
+  constexpr int64_t kClaimTiles = kVnniDecodeStreams;
+  static_assert(kClaimTiles % kAvx2DecodeStreams == 0 && kClaimTiles % 2 == 0 && (kClaimTiles & (kClaimTiles - 1)) == 0,
+                "whole ranges for every decode GEMV and the AMX tile pairs; a power of two for the rounding below");
   std::atomic<int64_t> next{0};
   auto claim = [&](int64_t& lo, int64_t& hi) {
     int64_t cur = next.load(std::memory_order_relaxed);

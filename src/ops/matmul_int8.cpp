@@ -892,9 +892,9 @@ template <int NT>
 SS_VNNI void decode_group_tile(GgmlType type, const uint8_t* group, GroupStep step, const QuantizedActs& xq, int t,
                                float* y, int64_t y_stride, bool prefetch) {
   if (type == GgmlType::Q4_0)
-    return interleaved_tile_groups<GgmlType::Q4_0, NT, 4>(group, xq, t, y, y_stride, step, prefetch);
+    return interleaved_tile_groups<GgmlType::Q4_0, NT, kVnniDecodeStreams>(group, xq, t, y, y_stride, step, prefetch);
   SS_CHECK(type == GgmlType::Q8_0);
-  interleaved_tile_groups<GgmlType::Q8_0, NT, 4>(group, xq, t, y, y_stride, step);
+  interleaved_tile_groups<GgmlType::Q8_0, NT, kVnniDecodeStreams>(group, xq, t, y, y_stride, step);
 }
 
 // One group against NT activation rows from t (q4_0_prefetch: Q4_0's
@@ -953,7 +953,7 @@ SS_VNNI void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
     // higher). Two and three sequences at one thread (bench --batch, four runs
     // each): Q8_0 1.09 and 1.07, Q4_0 1.01 and 1.03 (three rows spill
     // registers, but memory stays the bound).
-    r0 = stream_range_parts<4>(w, r0, r1, [&](int64_t g, GroupStep step) {
+    r0 = stream_range_parts<kVnniDecodeStreams>(w, r0, r1, [&](int64_t g, GroupStep step) {
       for_act_groups(xq.n, [&](int t, auto nt) {
         decode_group_tile<decltype(nt)::value>(type, group_at(g), step, xq, t, y + t * rows + g * kInterleaveRows, rows,
                                                prefetch);

@@ -574,7 +574,7 @@ SS_AVX2 void interleaved_matmul(const TensorView& w, const QuantizedActs& xq, fl
       // streams 16 blocks ahead, as the VNNI pair tile did: 52.5 -> 55.2 (one
       // thread, four alternating runs), 61.4 -> 64.0 (two, three runs), higher
       // in each.
-      r0 = stream_range_parts<2>(w, r0, r1, [&](int64_t g, GroupStep step) {
+      r0 = stream_range_parts<kAvx2DecodeStreams>(w, r0, r1, [&](int64_t g, GroupStep step) {
         const uint8_t* group = rows_begin(w, g * kInterleaveRows);
         float* yg = y + g * kInterleaveRows;
         auto pair = [&]<int NT>(int t) {
