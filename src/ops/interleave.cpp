@@ -110,8 +110,8 @@ void interleave_q6_k(const TensorView& w, uint8_t* out) {
       for (int c = 0; c < 8; ++c)
         for (int i = 0; i < 4; ++i) {
           const int lo = v[64 * p + 4 * c + i], hi = v[64 * p + 32 + 4 * c + i];
-          pair[64 * c + 4 * m + i] = static_cast<uint8_t>(lo | (hi >> 4) << 6);
-          pair[kQ6KIlHighNibbles + 64 * (c / 2) + 4 * m + i] |= static_cast<uint8_t>((hi & 15) << (4 * (c % 2)));
+          pair[q6k_il_chunk(c) + 4 * m + i] = static_cast<uint8_t>(lo | (hi >> 4) << 6);
+          pair[q6k_il_nibbles(c / 2) + 4 * m + i] |= static_cast<uint8_t>((hi & 15) << (4 * (c % 2)));
         }
     }
   });

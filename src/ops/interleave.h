@@ -71,7 +71,11 @@ inline constexpr int kQ4KIlPairBytes = 512, kQ5KIlPairBytes = 640;
 inline constexpr int64_t kQ5KInterleavedBytes = kQ4KIlNibbles + 4 * kQ5KIlPairBytes;  // 2880
 inline constexpr int64_t kQ8InterleavedBlockBytes = 544;
 inline constexpr int64_t kQ6KInterleavedBytes = 3360;
-inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768, kQ6KIlHighNibbles = 512;
+inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768;
+// Inside a Q6_K pair (768 bytes), in the order every kernel reads them: per
+// h < 4, high-nibble chunk h, then chunks 2h and 2h + 1 (the low 6 bits).
+constexpr int q6k_il_nibbles(int h) { return 192 * h; }
+constexpr int q6k_il_chunk(int c) { return 192 * (c / 2) + 64 + 64 * (c % 2); }
 
 // How far ahead of the bytes being read the interleaved K-quant GEMV kernels
 // (VNNI and AVX2) prefetch into L1 (Q4_K, Q5_K, Q6_K; was one super-block, 2368-3360
@@ -116,6 +120,9 @@ __attribute__((always_inline)) inline void prefetch_share(const uint8_t* ahead, 
   for (int j = 0; j < kPoints; ++j)
     __builtin_prefetch(ahead + (step * kPoints + j) * kBytes / (kSteps * kPoints), 0, kLocality);
 }
+// Whether a GEMV tile prefetches the shares it reads, and into which cache:
+// a compile-time choice, so the tile's loop carries no branch for it.
+enum class SharePrefetch { None, L1, L2 };
 // The same into L2 (to_l2) or L1, as a per-CPU choice picks at run time
 // (util/cpu_features.h: q5k_prefetch_target(), q6k_prefetch_target()).
 template <int64_t kBytes, int kSteps>

@@ -522,11 +522,11 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
                 blk + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes, 4 * pair + hh);
           for (int h = 0; h < H; ++h) {
             const __m256i nib =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kQ6KIlHighNibbles + 64 * hh + 32 * (h0 + h)));
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + q6k_il_nibbles(hh) + 32 * (h0 + h)));
             __m256i slo[NT], shi[NT];  // the int16 stage: AVX2 only
             for (int half = 0; half < 2; ++half) {
               const int c = 2 * hh + half;
-              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64 * c + 32 * (h0 + h)));
+              const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + q6k_il_chunk(c) + 32 * (h0 + h)));
               // The high weight's top bits (6-7) to bits 4-5, over its nibble:
               // bits 0-3 (chunk 2hh) or 4-7 (chunk 2hh + 1) of `nib`.
               const __m256i wl = _mm256_and_si256(v, six);

@@ -129,8 +129,8 @@ struct Q6KUnpack {
   SS_VNNI static void chunk(const uint8_t* p, int pair, int c, __m512i& lo, __m512i& hi) {
     const __m512i six = _mm512_set1_epi8(0x3F), low = _mm512_set1_epi8(0x0F), top = _mm512_set1_epi8(0x30);
     const uint8_t* pp = p + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-    const __m512i v = _mm512_loadu_si512(pp + 64 * c);
-    const __m512i nib = _mm512_loadu_si512(pp + kQ6KIlHighNibbles + 64 * (c / 2));
+    const __m512i v = _mm512_loadu_si512(pp + q6k_il_chunk(c));
+    const __m512i nib = _mm512_loadu_si512(pp + q6k_il_nibbles(c / 2));
     const __m512i nibble = _mm512_and_si512(c % 2 ? _mm512_srli_epi16(nib, 4) : nib, low);
     lo = _mm512_and_si512(v, six);
     hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 2), top), nibble);

@@ -68,7 +68,10 @@ float q6k_weight(const uint8_t* copy, int64_t cols, int64_t r, int64_t sb, int e
   const int p = e / 64, within = e % 64, c = (within % 32) / 4, i = within % 4;
   const bool high = within >= 32;
   const uint8_t* pair = src + 288 + 768 * p;
-  const uint8_t byte = pair[64 * c + 4 * m + i], nibble = (pair[512 + 64 * (c / 2) + 4 * m + i] >> (4 * (c % 2))) & 15;
+  // Per h < 4: 64 bytes of high nibbles (chunks 2h, 2h + 1), then chunks 2h
+  // and 2h + 1 of 64 bytes each.
+  const int h = c / 2, chunk = 192 * h + 64 + 64 * (c % 2);
+  const uint8_t byte = pair[chunk + 4 * m + i], nibble = (pair[192 * h + 4 * m + i] >> (4 * (c % 2))) & 15;
   const int v = high ? nibble | (byte >> 6) << 4 : byte & 63;
   const auto scale = static_cast<int8_t>(src[32 + 16 * (e / 16) + m]);
   return fp16_to_fp32(d) * static_cast<float>(scale) * static_cast<float>(v - 32);
