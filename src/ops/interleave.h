@@ -120,9 +120,6 @@ __attribute__((always_inline)) inline void prefetch_share(const uint8_t* ahead, 
   for (int j = 0; j < kPoints; ++j)
     __builtin_prefetch(ahead + (step * kPoints + j) * kBytes / (kSteps * kPoints), 0, kLocality);
 }
-// Whether a GEMV tile prefetches the shares it reads, and into which cache:
-// a compile-time choice, so the tile's loop carries no branch for it.
-enum class SharePrefetch { None, L1, L2 };
 // The same into L2 (to_l2) or L1, as a per-CPU choice picks at run time
 // (util/cpu_features.h: q5k_prefetch_target(), q6k_prefetch_target()).
 template <int64_t kBytes, int kSteps>

@@ -781,10 +781,11 @@ SS_VNNI void interleaved_q8_tile(const uint8_t* group, const QuantizedActs& xq, 
 // for NT = 8 (all four at once went through the stack around each vpdpbusd:
 // kernels_bench 2048x2048 x64, one thread, 175 -> 287 GFLOP/s). G groups as
 // in interleaved_k45_tile.
-template <int NT, int G, SharePrefetch kPrefetch>
-SS_VNNI void q6k_tile_pass(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
-                           GroupStep step) {
+template <int NT, int G = 1>
+SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
+                                  GroupStep step = {}) {
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
+  const bool to_l2 = q6k_prefetch_target() == PrefetchTarget::L2;
   const __m512i six = _mm512_set1_epi8(0x3F), low = _mm512_set1_epi8(0x0F), high = _mm512_set1_epi8(-16),
                 top = _mm512_set1_epi8(-64);
   __m512 acc[G][NT];
@@ -822,13 +823,12 @@ SS_VNNI void q6k_tile_pass(const uint8_t* group, const QuantizedActs& xq, int t0
           __m512i nib4[G][2];
           for (int u = 0; u < G; ++u) {
             const uint8_t* p = blk[u] + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-            if constexpr (kPrefetch != SharePrefetch::None) {  // as in interleaved_k45_tile
+            if (t0 == 0) {  // as in interleaved_k45_tile; which cache: q6k_prefetch_target()
               const uint8_t* ahead = blk[u] + kSuperBlocksAhead<kQ6KInterleavedBytes> * kQ6KInterleavedBytes;
-              prefetch_share_into<kQ6KInterleavedBytes, 16>(kPrefetch == SharePrefetch::L2, ahead, 4 * pair + h);
+              prefetch_share_into<kQ6KInterleavedBytes, 16>(to_l2, ahead, 4 * pair + h);
               // From L2 then on to L1 one super-block ahead: on Zen 4 the
               // loads otherwise wait on L2 (cpu_features.h has the figures).
-              if constexpr (kPrefetch == SharePrefetch::L2)
-                prefetch_share<kQ6KInterleavedBytes, 16>(blk[u] + kQ6KInterleavedBytes, 4 * pair + h);
+              if (to_l2) prefetch_share<kQ6KInterleavedBytes, 16>(blk[u] + kQ6KInterleavedBytes, 4 * pair + h);
             }
             const __m512i nib = _mm512_loadu_si512(p + q6k_il_nibbles(h));
             // Chunk 2h's nibbles (bits 0-3) or chunk 2h + 1's (bits 4-7) to bits 2-5.
@@ -865,15 +865,6 @@ SS_VNNI void q6k_tile_pass(const uint8_t* group, const QuantizedActs& xq, int t0
   }
   for (int u = 0; u < G; ++u)
     for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * y_stride + u * step.rows, acc[u][k]);
-}
-
-template <int NT, int G = 1>
-SS_VNNI void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq, int t0, float* y, int64_t y_stride,
-                                  GroupStep step = {}) {
-  if (t0 != 0) return q6k_tile_pass<NT, G, SharePrefetch::None>(group, xq, t0, y, y_stride, step);
-  if (q6k_prefetch_target() == PrefetchTarget::L2)
-    return q6k_tile_pass<NT, G, SharePrefetch::L2>(group, xq, t0, y, y_stride, step);
-  q6k_tile_pass<NT, G, SharePrefetch::L1>(group, xq, t0, y, y_stride, step);
 }
 
 // Two groups against NT activation rows from t: the tiles' G = 2 forms
