@@ -505,11 +505,12 @@ SS_AVX2 void interleaved_q6k_tile(const uint8_t* group, const QuantizedActs& xq,
     for (int h = 0; h < H; ++h) d[h] = floats_f16(blk + 16 * (h0 + h));
     for (int pair = 0; pair < 4; ++pair) {
       const uint8_t* p = blk + kQ6KIlPairs + kQ6KIlPairBytes * pair;
-      // Unrolled, every offset below is a constant (q6k_il_chunk): with the
-      // read-order layout the rolled loop was slower than before it
-      // (kernels_bench 2048 x 2048 x 16 under the AVX2 cap, Zen 4 VM, 88-89 ->
-      // 80-81 GFLOP/s), unrolled 94-96; TinyLlama Q6_K prefill 52.3-53.0 ->
-      // 56.9-57.3 tok/s, decode 79-80% -> 82-86% of the paired sweep.
+      // Unrolled, every offset below is a constant (q6k_il_chunk): on the
+      // read-order layout (interleave.h) the rolled loop ran slower than on
+      // the old one (kernels_bench 2048 x 2048 x 16 under the AVX2 cap, Zen 4
+      // VM: 88-89 -> 80-81 GFLOP/s); unrolled 94-96. TinyLlama Q6_K against
+      // the old layout and loop: prefill 52.3-53.0 -> 56.9-57.3 tok/s, decode
+      // 79-80% -> 82-86% of the paired sweep.
 #pragma GCC unroll 2
       for (int q = 0; q < 2; ++q) {
         __m256i dlo[NT][H], dhi[NT][H];
