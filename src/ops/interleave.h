@@ -81,6 +81,11 @@ inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768
 // above).
 constexpr int q6k_il_nibbles(int h) { return 192 * h; }
 constexpr int q6k_il_chunk(int c) { return 192 * (c / 2) + 64 + 64 * (c % 2); }
+// The four runs fill a pair exactly, and the pairs the super-block after the
+// scales.
+static_assert(q6k_il_nibbles(4) == kQ6KIlPairBytes && q6k_il_chunk(7) + 64 == kQ6KIlPairBytes);
+static_assert(kQ6KIlPairs + 4 * kQ6KIlPairBytes == kQ6KInterleavedBytes);
+static_assert(kQ6KIlScales + 16 * kInterleaveRows == kQ6KIlPairs);
 
 // How far ahead of the bytes being read the interleaved K-quant GEMV kernels
 // (VNNI and AVX2) prefetch into L1 (Q4_K, Q5_K, Q6_K; was one super-block, 2368-3360
