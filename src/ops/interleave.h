@@ -75,17 +75,15 @@ inline constexpr int kQ4KIlDmin = 32, kQ4KIlScales = 64, kQ4KIlMins = 192, kQ4KI
 inline constexpr int kQ4KIlPairBytes = 512, kQ5KIlPairBytes = 640;
 inline constexpr int64_t kQ5KInterleavedBytes = kQ4KIlNibbles + 4 * kQ5KIlPairBytes;  // 2880
 inline constexpr int64_t kQ8InterleavedBlockBytes = 544;
-inline constexpr int64_t kQ6KInterleavedBytes = 3360;
-inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = 288, kQ6KIlPairBytes = 768;
+inline constexpr int kQ6KIlScales = 32, kQ6KIlPairs = kQ6KIlScales + 16 * kInterleaveRows, kQ6KIlPairBytes = 768;
+inline constexpr int64_t kQ6KInterleavedBytes = kQ6KIlPairs + 4 * kQ6KIlPairBytes;  // 3360
 // Inside a Q6_K pair (768 bytes): nibble chunk h and chunk c (the layout
 // above).
 constexpr int q6k_il_nibbles(int h) { return 192 * h; }
 constexpr int q6k_il_chunk(int c) { return 192 * (c / 2) + 64 + 64 * (c % 2); }
-// The four runs fill a pair exactly, and the pairs the super-block after the
-// scales.
-static_assert(q6k_il_nibbles(4) == kQ6KIlPairBytes && q6k_il_chunk(7) + 64 == kQ6KIlPairBytes);
-static_assert(kQ6KIlPairs + 4 * kQ6KIlPairBytes == kQ6KInterleavedBytes);
-static_assert(kQ6KIlScales + 16 * kInterleaveRows == kQ6KIlPairs);
+// The four runs fill a pair exactly.
+static_assert(4 * q6k_il_nibbles(1) == kQ6KIlPairBytes && q6k_il_chunk(7) + 64 == kQ6KIlPairBytes);
+static_assert(kQ6KInterleavedBytes == 3360 && kQ6KIlPairs == 288);  // the values the layout comment spells out
 
 // How far ahead of the bytes being read the interleaved K-quant GEMV kernels
 // (VNNI and AVX2) prefetch into L1 (Q4_K, Q5_K, Q6_K; was one super-block, 2368-3360
