@@ -253,7 +253,12 @@ class Chaos:
                 if not part:
                     break
                 data += part
-            status = int(data.split(b" ")[1]) if data.startswith(b"HTTP/1.1 ") else 0
+            if not data.startswith(b"HTTP/1.1 "):
+                # No status line: a transport error, judged as the worker
+                # judges every other one (a violation unless a restart ended
+                # the connection).
+                raise ConnectionError(f"oversized body: connection ended without a status line ({data[:40]!r})")
+            status = int(data.split(b" ")[1])
             self.count(status, {})
             if status != 413:
                 with self.lock:
