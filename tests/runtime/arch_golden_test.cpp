@@ -89,10 +89,11 @@ struct CountingObserver : AttentionObserver {
 };
 
 // Logits for every position: `chunk` tokens per forward call (0: all at once).
+// The pool holds the whole sequence (dense), however long the golden's is.
 std::vector<float> run(const std::shared_ptr<const Model>& m, const std::vector<int32_t>& toks, int chunk,
                        int max_chunk, const KvPolicy& pol = KvPolicy::dense(), AttentionObserver* obs = nullptr) {
   EngineOptions eo;
-  eo.kv_blocks = 64;
+  eo.kv_blocks = std::max(64, static_cast<int>(toks.size()) / 16 + 8);
   eo.max_chunk = max_chunk;
   Engine e(m, eo);
   e.set_attention_observer(obs);
@@ -120,18 +121,27 @@ class ArchGolden : public ::testing::TestWithParam<const char*> {
   }
 };
 
+// The goldens' sizes come from their files (tokens.txt, the model's
+// vocabulary), not from these: other sequences and dims check the same.
+void expect_golden_shape(const Golden& g, const Model& m, const std::string& dir) {
+  ASSERT_GE(g.tokens.size(), 32u) << dir;
+  ASSERT_EQ(g.vocab, m.config.n_vocab) << dir;
+  ASSERT_EQ(g.logits.size(), g.tokens.size() * static_cast<size_t>(m.config.n_vocab)) << dir;
+}
+
 TEST_P(ArchGolden, MatchesLlamaCppBatchTokenByTokenAndChunked) {
   const Golden g = load_golden(dir());
-  ASSERT_EQ(g.tokens.size(), 64u) << dir();
-  ASSERT_EQ(g.vocab, 512);
   const auto m = model();
   ASSERT_TRUE(m);
+  expect_golden_shape(g, *m, dir());
+  if (HasFatalFailure()) return;
+  const int n = static_cast<int>(g.tokens.size());
   struct Mode {
     const char* name;
     int chunk, max_chunk;
   };
   for (const Mode& mode :
-       {Mode{"batch", 0, 64}, Mode{"token-by-token", 1, 64}, Mode{"chunks of 7, max_chunk 5", 7, 5}}) {
+       {Mode{"batch", 0, std::max(64, n)}, Mode{"token-by-token", 1, 64}, Mode{"chunks of 7, max_chunk 5", 7, 5}}) {
     const auto ours = run(m, g.tokens, mode.chunk, mode.max_chunk);
     ASSERT_EQ(ours.size(), g.logits.size());
     const Agreement a = compare(g, ours);
@@ -159,7 +169,12 @@ TEST_P(ArchGolden, StreamingPoliciesPrefillInChunksAsTokenByToken) {
   const Golden g = load_golden(dir());
   const auto m = model();
   ASSERT_TRUE(m);
-  for (const char* spec : {"sinks:4:60", "window:63"}) {
+  expect_golden_shape(g, *m, dir());
+  if (HasFatalFailure()) return;
+  // Caches that hold all n tokens (sinks + window = n; a window of n - 1
+  // besides the current token) evict nothing.
+  for (const std::string& spec :
+       {"sinks:4:" + std::to_string(g.tokens.size() - 4), "window:" + std::to_string(g.tokens.size() - 1)}) {
     const KvPolicy pol = KvPolicy::parse(spec, 2048).value();
     const Agreement a = compare(g, run(m, g.tokens, 1, 8, pol));
     EXPECT_LE(a.max_dlogsoftmax, kTol) << GetParam() << " " << spec;
@@ -187,29 +202,35 @@ TEST_P(ArchGolden, StreamingPoliciesPrefillInChunksAsTokenByToken) {
 TEST_P(ArchGolden, LongStreamHoldsConstantBlocks) {
   const auto m = model();
   ASSERT_TRUE(m);
+  // Pools as tight as the windows allow: the full layers' 4 + 28 tokens in
+  // 8 blocks, the sliding layers' window (the model's) in its own pool.
+  const int swa = m->config.sliding_window();
   EngineOptions eo;
   eo.kv_blocks = 8;
+  eo.sliding_kv_blocks = swa > 0 ? std::max(8, swa / 16 + 4) : 0;
   eo.max_chunk = 4;
   Engine e(m, eo);
   const SeqId id = e.create_sequence(KvPolicy::sinks_window(4, 28)).value();
-  int held_at_100 = -1, sliding_at_100 = -1;
+  // Both windows are full by `filled`; 500 more tokens must not grow either pool.
+  const int filled = std::max(100, swa + 64);
+  int held_when_full = -1, sliding_when_full = -1;
   std::vector<std::vector<float>> logits;
   int32_t tok = 1;
-  for (int i = 0; i < 600; ++i) {
+  for (int i = 0; i < filled + 500; ++i) {
     const BatchItem item{id, std::span<const int32_t>(&tok, 1), false};
     ASSERT_TRUE(e.forward(std::span<const BatchItem>(&item, 1), logits).ok()) << i;
     for (float x : logits[0]) ASSERT_TRUE(std::isfinite(x)) << i;
-    tok = static_cast<int32_t>(3 + (i * 131 + 7) % 500);
-    if (i == 100) {
-      held_at_100 = e.pool().used_blocks();
-      sliding_at_100 = e.sliding_pool() ? e.sliding_pool()->used_blocks() : 0;
+    tok = static_cast<int32_t>(3 + (i * 131 + 7) % (m->config.n_vocab - 3));
+    if (i == filled) {
+      held_when_full = e.pool().used_blocks();
+      sliding_when_full = e.sliding_pool() ? e.sliding_pool()->used_blocks() : 0;
     }
   }
-  EXPECT_EQ(e.pool().used_blocks(), held_at_100);
-  EXPECT_EQ(e.pool().peak_used_blocks(), held_at_100);
+  EXPECT_EQ(e.pool().used_blocks(), held_when_full);
+  EXPECT_EQ(e.pool().peak_used_blocks(), held_when_full);
   if (e.sliding_pool()) {
-    EXPECT_EQ(e.sliding_pool()->used_blocks(), sliding_at_100);
-    EXPECT_EQ(e.sliding_pool()->peak_used_blocks(), sliding_at_100);
+    EXPECT_EQ(e.sliding_pool()->used_blocks(), sliding_when_full);
+    EXPECT_EQ(e.sliding_pool()->peak_used_blocks(), sliding_when_full);
   }
 }
 
@@ -220,15 +241,19 @@ TEST_P(ArchGolden, ExportImportContinuesIdentically) {
   const auto m = model();
   ASSERT_TRUE(m);
   EngineOptions eo;
-  eo.kv_blocks = 32;
+  eo.kv_blocks = std::max(32, static_cast<int>(g.tokens.size()) / 16 + 8);  // a sliding window as long as the text fits
   Engine a(m, eo), b(m, eo);
   const SeqId sa = a.create_sequence(KvPolicy::sinks_window(4, 12)).value();
   std::vector<std::vector<float>> la, lb;
-  const BatchItem first{sa, std::span<const int32_t>(g.tokens.data(), 40), false};
+  // Five eighths (40 of 64) before the export: past the window, so the
+  // export holds a wrapped ring; the rest after the import.
+  const size_t split = g.tokens.size() * 5 / 8, rest = g.tokens.size() - split;
+  ASSERT_GE(split, 17u);
+  const BatchItem first{sa, std::span<const int32_t>(g.tokens.data(), split), false};
   ASSERT_TRUE(a.forward(std::span<const BatchItem>(&first, 1), la).ok());
   const SeqId sb = b.import_sequence(a.export_sequence(sa)).value();
-  const BatchItem rest_a{sa, std::span<const int32_t>(g.tokens.data() + 40, 24), true};
-  const BatchItem rest_b{sb, std::span<const int32_t>(g.tokens.data() + 40, 24), true};
+  const BatchItem rest_a{sa, std::span<const int32_t>(g.tokens.data() + split, rest), true};
+  const BatchItem rest_b{sb, std::span<const int32_t>(g.tokens.data() + split, rest), true};
   ASSERT_TRUE(a.forward(std::span<const BatchItem>(&rest_a, 1), la).ok());
   ASSERT_TRUE(b.forward(std::span<const BatchItem>(&rest_b, 1), lb).ok());
   EXPECT_EQ(la[0], lb[0]);

@@ -38,7 +38,7 @@ void check_all_golden(const GoldenCase& gc) {
     ASSERT_TRUE(pol.ok()) << spec;
     EngineOptions eo;
     eo.threads = 2;
-    eo.kv_blocks = 400;
+    eo.kv_blocks = test::dense_blocks(limit, 400);
     Engine e(m, eo);
     auto nll = score_tokens(e, std::span<const int32_t>(tokens).subspan(0, limit), pol.value());
     ASSERT_TRUE(nll.ok()) << nll.error().message;
@@ -59,7 +59,7 @@ TEST(GoldenNll, Stories260KBinDense) {
   auto m = test::stories_bin();
   const auto tokens = test::read_ids(test::shared("golden/stories260K/tokens.txt"));
   EngineOptions eo;
-  eo.kv_blocks = 200;
+  eo.kv_blocks = test::dense_blocks(tokens.size(), 200);
   Engine e(m, eo);
   auto nll = score_tokens(e, tokens, StreamMode::cached(KvPolicy::dense()));
   ASSERT_TRUE(nll.ok());

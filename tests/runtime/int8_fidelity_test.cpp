@@ -48,7 +48,7 @@ TEST(Int8Fidelity, ActivationRoundingMovesRealModelNllLittle) {
     for (int mode = 0; mode < 3; ++mode) {
       EngineOptions eo;
       eo.threads = 2;
-      eo.kv_blocks = 400;
+      eo.kv_blocks = test::dense_blocks(tokens.size(), 400);
       eo.act_quant = modes[mode];
       Engine e(m, eo);
       auto r = score_tokens(e, tokens, StreamMode::cached(KvPolicy::dense()));

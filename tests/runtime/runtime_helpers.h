@@ -1,6 +1,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "model/model.h"
@@ -33,6 +34,10 @@ inline std::vector<int32_t> golden_tokens(const Model& m) {
   return read_ids(
       shared(m.config.n_vocab == 512 ? "golden/stories260K/tokens.txt" : "golden/tinystories-656k/tokens.txt"));
 }
+
+// Pool blocks for a dense cache of `tokens` tokens (16 a block), at least
+// `floor`: a golden text longer than the bundled one still fits.
+inline int dense_blocks(size_t tokens, int floor) { return std::max(floor, static_cast<int>(tokens / 16) + 16); }
 
 // Greedy continuation of `prompt` for n tokens (no EOS stop).
 inline std::vector<int32_t> greedy(Engine& e, const KvPolicy& pol, std::vector<int32_t> prompt, int n) {
