@@ -77,7 +77,8 @@ Tokenizer::Tokenizer(const Vocab& vocab) : vocab_(vocab) {
   }
   for (int32_t id = 0; id < vocab_.size(); ++id) {
     const auto t = vocab_.types[static_cast<size_t>(id)];
-    if ((t == TokenType::Control || t == TokenType::UserDefined) && !vocab_.pieces[static_cast<size_t>(id)].empty())
+    if ((t == TokenType::Control || t == TokenType::UserDefined || t == TokenType::Unknown) &&
+        !vocab_.pieces[static_cast<size_t>(id)].empty())
       specials_.push_back(id);
   }
   std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
@@ -108,36 +109,48 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
   std::vector<int32_t> ids;
   if (add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
   if (text.empty()) return ids;
-  if (!parse_special) {
-    const auto body = encode_fragment(text, true);
-    ids.insert(ids.end(), body.begin(), body.end());
-    return ids;
-  }
-  size_t start = 0, i = 0;
-  while (i < text.size()) {
-    int32_t hit = -1;
-    for (int32_t id : specials_) {
-      const std::string& p = vocab_.pieces[static_cast<size_t>(id)];
-      if (text.compare(i, p.size(), p) == 0) {
-        hit = id;
-        break;
+  // Special-token texts split the text as llama.cpp's tokenizer_st_partition
+  // does: one special at a time, longest first, at every place it occurs in
+  // what is still plain text. User-defined tokens split it even without
+  // parse_special (as Hugging Face's added tokens do); control and unknown
+  // ones only with it.
+  struct Piece {
+    size_t at, len;
+    int32_t token;  // >= 0: a special token, else text [at, at + len)
+  };
+  std::vector<Piece> pieces{{0, text.size(), -1}}, split;
+  for (int32_t id : specials_) {
+    if (!parse_special && vocab_.types[static_cast<size_t>(id)] != TokenType::UserDefined) continue;
+    const std::string& p = vocab_.pieces[static_cast<size_t>(id)];
+    split.clear();
+    for (const Piece& pc : pieces) {
+      if (pc.token >= 0) {
+        split.push_back(pc);
+        continue;
       }
+      const size_t end = pc.at + pc.len;
+      size_t at = pc.at;
+      for (size_t m; (m = text.substr(0, end).find(p, at)) != std::string_view::npos; at = m + p.size()) {
+        if (m > at) split.push_back({at, m - at, -1});
+        split.push_back({m, p.size(), id});
+      }
+      if (at < end) split.push_back({at, end - at, -1});
     }
-    if (hit < 0) {
-      ++i;
+    pieces.swap(split);
+  }
+  // SentencePiece-style vocabs put their space prefix before the first text
+  // and before every text that follows a special token (llama.cpp's SPM
+  // tokenizer; Hugging Face normalizes each piece between added tokens).
+  bool after_special = true;
+  for (const Piece& pc : pieces) {
+    if (pc.token >= 0) {
+      ids.push_back(pc.token);
+      after_special = true;
       continue;
     }
-    if (i > start) {
-      const auto body = encode_fragment(text.substr(start, i - start), start == 0);
-      ids.insert(ids.end(), body.begin(), body.end());
-    }
-    ids.push_back(hit);
-    i += vocab_.pieces[static_cast<size_t>(hit)].size();
-    start = i;
-  }
-  if (start < text.size()) {
-    const auto body = encode_fragment(text.substr(start), start == 0);
+    const auto body = encode_fragment(text.substr(pc.at, pc.len), after_special);
     ids.insert(ids.end(), body.begin(), body.end());
+    after_special = false;
   }
   return ids;
 }

@@ -17,10 +17,10 @@ class Tokenizer {
  public:
   explicit Tokenizer(const Vocab& vocab);
 
-  // Encodes text; adds BOS first when add_bos and the vocab has one. With
-  // parse_special, control/user-defined token texts (e.g. "<|im_start|>")
-  // in the text become those tokens (chat templates); otherwise they are
-  // plain text.
+  // Encodes text; adds BOS first when add_bos and the vocab has one.
+  // User-defined token texts in the text always become those tokens; with
+  // parse_special, control and unknown ones too (e.g. "<|im_start|>",
+  // "<s>": chat templates); otherwise they are plain text. As llama.cpp.
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
   // Raw bytes of one token (control tokens give ""; byte tokens their byte).
   std::string token_bytes(int32_t id) const;
@@ -38,7 +38,7 @@ class Tokenizer {
   const Vocab& vocab_;
   std::unordered_map<std::string, int32_t> merge_ranks_;  // "a\0b" -> rank
   std::string byte_to_unicode_[256];
-  std::vector<int32_t> specials_;  // control/user-defined ids, longest text first
+  std::vector<int32_t> specials_;  // control/user-defined/unknown ids, longest text first
   std::unordered_map<uint32_t, uint8_t> unicode_to_byte_;
 };
 

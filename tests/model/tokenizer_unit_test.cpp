@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "model/tokenizer.h"
 
 namespace ss {
@@ -47,6 +49,52 @@ TEST(ByteLevelBpe, MergesByRankAndRoundTrips) {
   const std::string weird = "caf\xC3\xA9 \xF0\x9F\xA6\x99\n\tx  y";
   EXPECT_EQ(tok.decode(tok.encode(weird, false)), weird);
   EXPECT_EQ(tok.token_bytes(v.eos), "");
+}
+
+// A small SentencePiece vocab with a space prefix and specials of every
+// kind: control <s> </s>, unknown <unk>, user-defined "ab" and "bcd" (which
+// overlap in "abcd").
+Vocab spm_vocab_with_specials() {
+  Vocab v;
+  v.kind = VocabKind::Spm;
+  v.add_space_prefix = true;
+  const std::string sp = "\xE2\x96\x81";  // U+2581
+  v.pieces = {"<unk>", "<s>", "</s>", "ab", "bcd", sp, "a", "b", "c", "d", "x", sp + "x", sp + "a"};
+  v.types = {TokenType::Unknown, TokenType::Control, TokenType::Control, TokenType::UserDefined,
+             TokenType::UserDefined};
+  v.types.resize(v.pieces.size(), TokenType::Normal);
+  v.scores.assign(v.pieces.size(), 0.0f);
+  v.scores[11] = v.scores[12] = 1.0f;  // "▁x", "▁a" merge
+  v.unk = 0;
+  v.bos = 1;
+  v.eos = 2;
+  v.finalize();
+  return v;
+}
+
+// llama.cpp's rules (llama-vocab.cpp: tokenizer_st_partition, the SPM
+// tokenize): specials split the text longest first wherever they occur;
+// user-defined ones always, control and unknown ones with parse_special; a
+// space prefix goes before the first text and every text after a special.
+TEST(SpecialTokens, SplitAsLlamaCppDoes) {
+  const Vocab v = spm_vocab_with_specials();
+  const Tokenizer tok(v);
+  using Ids = std::vector<int32_t>;
+  // Text after a special token gets the space prefix, as at the start.
+  EXPECT_EQ(tok.encode("x</s>x", false, true), (Ids{11, 2, 11}));
+  EXPECT_EQ(tok.encode("<s>x", false, true), (Ids{1, 11}));
+  EXPECT_EQ(tok.encode("<s>x", true, true), (Ids{1, 1, 11}));
+  // Without parse_special, control and unknown texts stay text...
+  EXPECT_EQ(tok.encode("<unk>", false, true), (Ids{0}));
+  EXPECT_NE(tok.encode("<unk>", false, false), (Ids{0}));
+  const Ids plain = tok.encode("x<s>", false, false);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), 1), 0);
+  // ...but user-defined ones split it either way, longest first: "bcd"
+  // claims "abcd" before "ab" is looked for.
+  for (bool parse : {false, true}) {
+    EXPECT_EQ(tok.encode("abcd", false, parse), (Ids{12, 4})) << parse;  // "▁a" [bcd]
+    EXPECT_EQ(tok.encode("abx", false, parse), (Ids{3, 11})) << parse;   // [ab] "▁x"
+  }
 }
 
 TEST(Pretokenize, Gpt2Pattern) {
