@@ -90,7 +90,7 @@ class ChatSession {
         pending_ = {next};
         break;
       }
-      std::fputs(detok.push(next).c_str(), out);
+      write_text(detok.push(next), out);
       std::fflush(out);
       ++n;
       push_history(next);
@@ -103,7 +103,7 @@ class ChatSession {
       if (!st.ok()) break;
     }
     g_generating.store(false);
-    std::fputs(detok.flush().c_str(), out);
+    write_text(detok.flush(), out);
     decode_tokens_ += n;
     decode_s_ += since(t1);
     last_decode_rate_ = n / std::max(since(t1), 1e-9);

@@ -84,7 +84,7 @@ int GenerateCommand::run() {
   RecentTokens recent(static_cast<size_t>(std::max<int64_t>(sampling_.repeat_last_n, mode.recompute_len)) + 1);
   for (int32_t t : prompt) recent.push(t);
   if (!ids_) {
-    for (int32_t t : prompt) std::fputs(detok.push(t).c_str(), stdout);
+    for (int32_t t : prompt) write_text(detok.push(t), stdout);
     std::fflush(stdout);
   }
 
@@ -122,7 +122,7 @@ int GenerateCommand::run() {
     if (ids_)
       std::printf("%d\n", next);
     else
-      std::fputs(detok.push(next).c_str(), stdout);
+      write_text(detok.push(next), stdout);
     std::fflush(stdout);
     if (n_new_ >= 0 && generated >= n_new_) break;
     const int32_t one[1] = {next};
@@ -133,7 +133,7 @@ int GenerateCommand::run() {
     }
   }
   const double decode_s = seconds_since(t1);
-  if (!ids_) std::fputs((detok.flush() + "\n").c_str(), stdout);
+  if (!ids_) write_text(detok.flush() + "\n", stdout);
   std::fflush(stdout);
   std::fprintf(
       stderr,

@@ -125,7 +125,8 @@ int DetokenizeCommand::run() {
     ids.push_back(static_cast<int32_t>(id));
   }
   const Tokenizer tok(v.value());
-  std::printf("%s\n", tok.decode(ids).c_str());
+  // Every byte, a NUL from <0x00> included (printf's %s would stop there).
+  write_text(tok.decode(ids) + "\n", stdout);
   return 0;
 }
 

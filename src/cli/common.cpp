@@ -153,4 +153,6 @@ std::string format_rate(double v) {
   return buf;
 }
 
+void write_text(const std::string& text, std::FILE* f) { std::fwrite(text.data(), 1, text.size(), f); }
+
 }  // namespace ss::cli

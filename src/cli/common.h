@@ -1,5 +1,6 @@
 #pragma once
 // Shared CLI plumbing: default model paths, model loading flags, policy flags.
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,10 @@ Result<EngineOptions> engine_options(const ModelFlags& m, const PolicyFlags& p, 
 void add_sampling_flags(Flags& app, SamplingParams& s);
 
 std::string format_rate(double per_second);
+
+// Writes every byte of text to f: generated text may hold a NUL (a <0x00>
+// byte token), where fputs would stop.
+void write_text(const std::string& text, std::FILE* f);
 
 // "sinkstream 0.9.0 (GCC 12.2.0, Release)".
 std::string version_string();

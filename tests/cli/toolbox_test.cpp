@@ -177,6 +177,11 @@ TEST(Toolbox, TokenizePiecesCountsAndDetokenizeRoundTrip) {
   auto piped =
       run("sh -c \"echo '" + test::rtrim(ids.out) + "' | " + SS_CLI_BINARY + " detokenize -m " + m + "\"", false, true);
   EXPECT_EQ(piped.out, d.out);
+  // A byte token <0x00> (id 3) mid-text: every byte comes out, the NUL and
+  // what follows it included (as llama.cpp's llama_detokenize gives them).
+  auto nul = run("detokenize -m " + m + " 336 438 3 389 81");
+  EXPECT_EQ(nul.rc, 0);
+  EXPECT_EQ(nul.out, std::string("saidL\0ouldN\n", 12)) << nul.out;
   for (const std::string bad : {"512", "-1", "abc", "99999999999999999999"}) {
     auto e = run("detokenize -m " + m + " 1 " + bad, true);
     EXPECT_EQ(e.rc, 1) << bad;
