@@ -83,6 +83,8 @@ QuantChoice choose_quant_type(const QuantTarget& t, const QuantModelInfo& m, con
       if (km && more_bits(l, n)) type = GgmlType::Q6_K;
       if (ks && t.base == GgmlType::Q4_K && l < 4) type = GgmlType::Q5_K;
       if (m.n_experts == 8) type = GgmlType::Q8_0;  // Mixtral: 8 experts share attn_v
+    } else if (name.find("attn_k.weight") != std::string::npos) {
+      if (m.n_experts == 8) type = GgmlType::Q8_0;  // and attn_k, at every quantized type (llama.cpp b8183)
     } else if (name.find("ffn_down") != std::string::npos) {
       if (km && more_bits(l, n)) type = GgmlType::Q6_K;
       if (ks && t.base == GgmlType::Q4_K && l < n / 8) type = GgmlType::Q5_K;

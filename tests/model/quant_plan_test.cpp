@@ -56,6 +56,12 @@ TEST(QuantPlan, KMixesFollowUseMoreBits) {
   EXPECT_EQ(pick("q4_k_m", "blk.0.attn_qkv.weight", {4096, 12288}), GgmlType::Q5_K);
   EXPECT_EQ(pick("q5_k_m", "blk.0.attn_qkv.weight", {4096, 12288}), GgmlType::Q6_K);
   EXPECT_EQ(pick("q4_k_m", "blk.9.attn_v.weight", {4096, 1024}, {32, 8, true}), GgmlType::Q8_0);  // Mixtral
+  // Eight experts also lift attn_k to Q8_0, at every mixed type (not --pure,
+  // not with 32 experts as gpt-oss-20b has).
+  for (const char* t : {"q4_k_m", "q5_k_s", "q4_0", "q6_k"})
+    EXPECT_EQ(pick(t, "blk.9.attn_k.weight", {4096, 1024}, {32, 8, true}), GgmlType::Q8_0) << t;
+  EXPECT_EQ(pick("q4_k_m", "blk.9.attn_k.weight", {4096, 1024}, {32, 8, true}, true), GgmlType::Q4_K);
+  EXPECT_EQ(pick("q4_k_m", "blk.9.attn_k.weight", {4096, 1024}, {32, 32, true}), GgmlType::Q4_K);
 }
 
 TEST(QuantPlan, RowsThatDoNotFitFallBackAsLlamaCpp) {
