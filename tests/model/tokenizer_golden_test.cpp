@@ -21,7 +21,7 @@ std::shared_ptr<const Model> load(const std::string& path, const std::string& to
 
 TEST(TokenizerGolden, Stories260KEncodesValidationTextLikeSentencePiece) {
   const auto golden = test::read_ids(test::shared("golden/stories260K/tokens.txt"));
-  ASSERT_EQ(golden.size(), 2048u);
+  ASSERT_FALSE(golden.empty());  // however many the golden holds (2048 here)
   const auto text = join_stories(test::read_file(test::shared("data/tinystories-valid-dev.txt")));
   for (const std::string path : {"models/stories260K/stories260K.gguf", "models/stories260K/stories260K.bin"}) {
     auto m = load(test::shared(path));
@@ -59,6 +59,24 @@ TEST(TokenizerGolden, TinyStories656KEncodesValidationTextStoryByStory) {
   EXPECT_EQ(std::vector<int32_t>(ids.begin(), ids.begin() + golden.size()), golden);
 }
 
+// Special-token texts in a prompt (chat templates, pasted text), as
+// llama.cpp's llama_tokenize (add_special, parse_special) gives them for the
+// stories260K GGUF: ids from llama.cpp d32676d77, built outside this repo
+// (its SPM tokenizer is b8183's). <s> </s> <unk> become their tokens; the
+// text after each gets SentencePiece's space prefix.
+TEST(TokenizerGolden, SpecialTextsAsLlamaCpp) {
+  auto m = load(test::shared("models/stories260K/stories260K.gguf"));
+  ASSERT_TRUE(m);
+  const Tokenizer tok(m->vocab);
+  const std::pair<std::string, std::vector<int32_t>> cases[] = {
+      {"<s>Once upon a time</s> there was<unk>a cat", {1, 1, 403, 407, 261, 378, 2, 410, 383, 286, 0, 261, 280, 294}},
+      {"Lily said: \"</s></s>  hi<s>\\n<unk><unk>\"",
+       {1, 317, 336, 467, 313, 2, 2, 410, 410, 270, 417, 1, 410, 500, 416, 0, 0, 313}},
+      {" <s> x </s>", {1, 410, 410, 1, 410, 410, 444, 410, 2}},
+  };
+  for (const auto& [text, want] : cases) EXPECT_EQ(tok.encode(text, true, true), want) << text;
+}
+
 // llama.cpp's test vectors: cases separated by "\n__ggml_vocab_test__\n"; the
 // .out file has one line of ids per case (no BOS).
 TEST(TokenizerGolden, Llama2MatchesLlamaCppVectors) {
@@ -70,7 +88,7 @@ TEST(TokenizerGolden, Llama2MatchesLlamaCppVectors) {
       test::read_vocab_vectors(dir + "ggml-vocab-llama-spm.gguf.inp", dir + "ggml-vocab-llama-spm.gguf.out");
   const auto& cases = vv.cases;
   const auto& expected = vv.ids;
-  ASSERT_EQ(cases.size(), 46u);
+  ASSERT_FALSE(cases.empty());  // every case the files hold (46 here)
   ASSERT_EQ(expected.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
     EXPECT_EQ(tok.encode(cases[i], false), expected[i]) << "case " << i << ": '" << cases[i] << "'";
