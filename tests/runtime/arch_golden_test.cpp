@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "ops/activations.h"
 #include "runtime/engine.h"
+#include "runtime_helpers.h"
 #include "test_paths.h"
 
 namespace ss {
@@ -93,7 +94,7 @@ struct CountingObserver : AttentionObserver {
 std::vector<float> run(const std::shared_ptr<const Model>& m, const std::vector<int32_t>& toks, int chunk,
                        int max_chunk, const KvPolicy& pol = KvPolicy::dense(), AttentionObserver* obs = nullptr) {
   EngineOptions eo;
-  eo.kv_blocks = std::max(64, static_cast<int>(toks.size()) / 16 + 8);
+  eo.kv_blocks = test::dense_blocks(toks.size(), 64);
   eo.max_chunk = max_chunk;
   Engine e(m, eo);
   e.set_attention_observer(obs);
@@ -241,7 +242,7 @@ TEST_P(ArchGolden, ExportImportContinuesIdentically) {
   const auto m = model();
   ASSERT_TRUE(m);
   EngineOptions eo;
-  eo.kv_blocks = std::max(32, static_cast<int>(g.tokens.size()) / 16 + 8);  // a sliding window as long as the text fits
+  eo.kv_blocks = test::dense_blocks(g.tokens.size(), 32);  // a sliding window as long as the text fits
   Engine a(m, eo), b(m, eo);
   const SeqId sa = a.create_sequence(KvPolicy::sinks_window(4, 12)).value();
   std::vector<std::vector<float>> la, lb;
