@@ -4,7 +4,7 @@
 # clang + compiler-rt for libFuzzer, the aarch64 cross compiler).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
-  libboost-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libhwy-dev libedit-dev)
+  libboost-dev libcpp-httplib-dev libssl-dev zlib1g-dev libbrotli-dev libhwy-dev libedit-dev libicu-dev)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3 libxml2-utils curl chromium clang-14 libclang-rt-14-dev g++-aarch64-linux-gnu nginx-light)
   # Node.js runs the end-to-end tests (openai client, playwright-core): the

@@ -13,9 +13,12 @@ namespace ss::cli {
 
 namespace {
 
-// A model's vocabulary, or only a llama2.c tokenizer.bin when no model is named.
+// A model's vocabulary, or only a llama2.c tokenizer.bin when no model is
+// named. A GGUF file gives its tokenizer alone: any architecture, and
+// llama.cpp's vocab-only files, tokenize without weights.
 Result<Vocab> load_vocab(const std::string& model, const std::string& tokenizer) {
   if (model.empty() && !tokenizer.empty()) return load_llama2c_vocab(tokenizer, -1);
+  if (tokenizer.empty() && is_gguf_file(model)) return load_gguf_vocab_file(model);
   SS_ASSIGN_OR_RETURN(auto m, load_model(ModelLoadOptions{model.empty() ? default_model_path() : model, tokenizer}));
   return m->vocab;
 }

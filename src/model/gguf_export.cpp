@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
+#include "model/hf_config.h"
 #include "model/model.h"
 #include "util/mapped_file.h"
 #include "util/thread_pool.h"
@@ -53,9 +54,7 @@ std::vector<float> scores_from_merges(const Vocab& v) {
 void write_vocab(GgufWriter& w, const Vocab& v) {
   if (v.kind == VocabKind::ByteLevel) {
     w.set_string("tokenizer.ggml.model", "gpt2");
-    w.set_string("tokenizer.ggml.pre", v.pre == PreTokenizer::Llama3  ? "llama-bpe"
-                                       : v.pre == PreTokenizer::Qwen2 ? "qwen2"
-                                                                      : "gpt2");
+    w.set_string("tokenizer.ggml.pre", pre_tokenizer_name(v.pre));
     std::vector<std::string> merges;
     merges.reserve(v.merges.size());
     for (const auto& [a, b] : v.merges) merges.push_back(a + " " + b);
@@ -75,22 +74,6 @@ void write_vocab(GgufWriter& w, const Vocab& v) {
   if (v.eot >= 0) w.set_u32("tokenizer.ggml.eot_token_id", static_cast<uint32_t>(v.eot));
   w.set_bool("tokenizer.ggml.add_bos_token", v.add_bos);
   if (!v.chat_template.empty()) w.set_string("tokenizer.chat_template", v.chat_template);
-}
-
-// tokenizer_config.json's chat_template: a string, or a list of named
-// templates of which "default" is the one llama.cpp's converter keeps.
-std::string hf_chat_template(const std::string& dir) {
-  auto text = read_text_file(dir + "/tokenizer_config.json");
-  if (!text.ok()) return "";
-  const json j = json::parse(text.value(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("chat_template")) return "";
-  const json& t = j["chat_template"];
-  if (t.is_string()) return t.get<std::string>();
-  if (t.is_array())
-    for (const auto& e : t)
-      if (e.is_object() && e.value("name", "") == "default" && e.contains("template") && e["template"].is_string())
-        return e["template"].get<std::string>();
-  return "";
 }
 
 ExportTensor from_view(const std::string& name, const TensorView& v, int permute_heads = 0) {

@@ -41,14 +41,24 @@ Status load_gguf_vocab(const GgufFile& g, Vocab& v) {
     }
     const auto pre = g.get_string("tokenizer.ggml.pre");
     const std::string p = pre.ok() ? pre.value() : "default";
-    if (p == "llama3" || p == "llama-bpe" || p == "smaug-bpe") {
-      v.pre = PreTokenizer::Llama3;
-      v.ignore_merges = true;
-    } else if (p == "qwen2")
-      v.pre = PreTokenizer::Qwen2;
-    else
+    if (p == "default") {
+      // llama.cpp's "default" splits punctuation runs and digit triples
+      // first; GPT-2's regex is the nearest of ours (not identical).
       v.pre = PreTokenizer::Gpt2;
-    v.add_bos = false;
+    } else if (auto kind = pre_tokenizer_from_name(p)) {
+      v.pre = *kind;
+    } else {
+      // As llama.cpp: guessing another model's splitting would tokenize
+      // every prompt differently from how the model was trained.
+      return make_error(g.path() + ": unknown pre-tokenizer type '" + p + "'");
+    }
+    // As llama.cpp: for these names a word that is itself a token stays
+    // whole, and BOS is added unless the file says otherwise.
+    const bool llama3_like = p == "llama3" || p == "llama-v3" || p == "llama-bpe" || p == "falcon3" ||
+                             p == "falcon-h1" || p == "pixtral" || p == "midm-2.0" || p == "lfm2" ||
+                             p == "jina-v5-nano" || p == "tekken";
+    v.ignore_merges = llama3_like;
+    v.add_bos = llama3_like;
     v.add_space_prefix = false;
   } else {
     return make_error(g.path() + ": unsupported tokenizer model '" + model + "' (supported: llama, gpt2)");
@@ -64,6 +74,12 @@ Status load_gguf_vocab(const GgufFile& g, Vocab& v) {
   SS_TRY(id("tokenizer.ggml.eos_token_id", v.eos));
   SS_TRY(id("tokenizer.ggml.unknown_token_id", v.unk));
   SS_TRY(id("tokenizer.ggml.eot_token_id", v.eot));
+  for (const char* key : {"tokenizer.ggml.eom_token_id", "tokenizer.ggml.fim_pad_token_id",
+                          "tokenizer.ggml.fim_rep_token_id", "tokenizer.ggml.fim_sep_token_id"}) {
+    int32_t extra = -1;
+    SS_TRY(id(key, extra));
+    if (extra >= 0) v.eog_extra.push_back(extra);
+  }
   if (auto x = g.opt_int("tokenizer.ggml.add_bos_token")) v.add_bos = *x != 0;
   if (auto x = g.opt_int("tokenizer.ggml.add_space_prefix")) v.add_space_prefix = *x != 0;
   if (auto t = g.get_string("tokenizer.chat_template"); t.ok()) v.chat_template = t.value();
@@ -275,6 +291,13 @@ Status load_layer(const GgufFile& g, const ModelConfig& c, int l, LayerWeights& 
 }
 
 }  // namespace
+
+Result<Vocab> load_gguf_vocab_file(const std::string& path) {
+  SS_ASSIGN_OR_RETURN(auto g, GgufFile::open(path));
+  Vocab v;
+  SS_TRY(load_gguf_vocab(g, v));
+  return v;
+}
 
 Result<std::shared_ptr<Model>> load_gguf_model(const std::string& path) {
   SS_ASSIGN_OR_RETURN(auto g, GgufFile::open(path));

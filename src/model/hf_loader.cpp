@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/safetensors.h"
+#include "model/hf_config.h"
 #include "model/model.h"
 #include "util/mapped_file.h"
 
@@ -96,8 +97,16 @@ Status load_tokenizer_json(const std::string& path, int32_t n_vocab, Vocab& v) {
   if (dumped_pre.find("ByteLevel") != std::string::npos) {
     v.kind = VocabKind::ByteLevel;
     v.add_space_prefix = false;
-    // Llama-3 style splits digits in groups of up to three.
-    v.pre = dumped_pre.find("\\\\p{N}{1,3}") != std::string::npos ? PreTokenizer::Llama3 : PreTokenizer::Gpt2;
+    // Which regex the Split pre-tokenizer holds (as JSON-escaped text):
+    // o200k / tekken split words at case changes; Llama 3 and Qwen2 take a
+    // leading non-letter into a word (digits in threes or alone); else GPT-2.
+    auto has = [&](const char* x) { return dumped_pre.find(x) != std::string::npos; };
+    if (has("\\\\p{Lu}\\\\p{Lt}\\\\p{Lm}\\\\p{Lo}\\\\p{M}"))
+      v.pre = has("(?i:'s") ? PreTokenizer::Gpt4o : PreTokenizer::Tekken;
+    else if (has("[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+"))
+      v.pre = has("\\\\p{N}{1,3}") ? PreTokenizer::Llama3 : PreTokenizer::Qwen2;
+    else
+      v.pre = PreTokenizer::Gpt2;
   } else {
     v.kind = VocabKind::RankBpe;
     v.add_space_prefix =
@@ -159,6 +168,11 @@ Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir) {
   if (j.contains("bos_token_id") && j["bos_token_id"].is_number_integer()) v.bos = j["bos_token_id"].get<int32_t>();
   if (j.contains("eos_token_id") && j["eos_token_id"].is_number_integer()) v.eos = j["eos_token_id"].get<int32_t>();
   if (v.bos >= c.n_vocab || v.eos >= c.n_vocab) return make_error(cfg_path + ": bos/eos token id outside the vocab");
+  // Instruction-tuned models list their end-of-turn ids here (Llama 3:
+  // <|end_of_text|>, <|eom_id|>, <|eot_id|>); the first is the eos.
+  v.eog_extra = hf_eos_ids(dir, c.n_vocab);
+  if (v.eos < 0 && !v.eog_extra.empty()) v.eos = v.eog_extra.front();
+  v.chat_template = hf_chat_template(dir);
   v.finalize();
 
   SS_ASSIGN_OR_RETURN(auto st, SafetensorsSet::open_dir(dir));

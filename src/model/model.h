@@ -60,6 +60,11 @@ Result<std::shared_ptr<const Model>> load_model(const ModelLoadOptions& opts);
 Result<std::shared_ptr<Model>> load_gguf_model(const std::string& path);
 Result<std::shared_ptr<Model>> load_llama2c_model(const std::string& path, const std::string& tokenizer_path);
 Result<std::shared_ptr<Model>> load_hf_model(const std::string& dir);
+// True when path is a regular file that starts with the GGUF magic.
+bool is_gguf_file(const std::string& path);
+// A GGUF file's tokenizer alone, for any architecture and for llama.cpp's
+// vocab-only files (no tensors needed).
+Result<Vocab> load_gguf_vocab_file(const std::string& path);
 // A llama2.c tokenizer.bin on its own (vocab_size -1: all entries in the file).
 Result<Vocab> load_llama2c_vocab(const std::string& path, int32_t vocab_size);
 // An HF tokenizer.json into v; ids must lie below n_vocab (the model's vocabulary size).

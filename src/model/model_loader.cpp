@@ -21,6 +21,16 @@ static bool ends_with(const std::string& s, const std::string& suf) {
   return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
 }
 
+bool is_gguf_file(const std::string& path) {
+  if (is_dir(path)) return false;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  char magic[4] = {};
+  const size_t n = std::fread(magic, 1, 4, f);
+  std::fclose(f);
+  return n == 4 && std::string(magic, 4) == "GGUF";
+}
+
 Result<std::shared_ptr<const Model>> load_model(const ModelLoadOptions& opts) {
   Result<std::shared_ptr<Model>> m = make_error("unreachable");
   if (is_dir(opts.path)) {
@@ -30,17 +40,10 @@ Result<std::shared_ptr<const Model>> load_model(const ModelLoadOptions& opts) {
   } else if (ends_with(opts.path, ".safetensors")) {
     const auto slash = opts.path.find_last_of('/');
     m = load_hf_model(slash == std::string::npos ? "." : opts.path.substr(0, slash));
+  } else if (is_gguf_file(opts.path)) {
+    m = load_gguf_model(opts.path);
   } else {
-    // Sniff: GGUF magic, else llama2.c.
-    FILE* f = std::fopen(opts.path.c_str(), "rb");
-    if (!f) return make_error(opts.path + ": cannot open");
-    char magic[4] = {};
-    const size_t n = std::fread(magic, 1, 4, f);
-    std::fclose(f);
-    if (n == 4 && std::string(magic, 4) == "GGUF")
-      m = load_gguf_model(opts.path);
-    else
-      m = load_llama2c_model(opts.path, opts.tokenizer_path);
+    m = load_llama2c_model(opts.path, opts.tokenizer_path);
   }
   if (!m.ok()) return m.error();
   SS_TRY(validate_model(*m.value()));

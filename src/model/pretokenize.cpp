@@ -1,9 +1,9 @@
 // Hand-written equivalents of the byte-level BPE pre-tokenizer regexes
-// (GPT-2, Llama-3, Qwen2), so no regex engine with \p{..} support is needed.
-#include <locale.h>
+// (GPT-2, Llama-3, Qwen2, o200k, tekken, digits-first), so no regex engine
+// with \p{..} support is needed.
+#include <unicode/uchar.h>
 
-#include <clocale>
-#include <cwctype>
+#include <cctype>
 
 #include "model/tokenizer.h"
 
@@ -13,11 +13,8 @@ namespace {
 
 enum class Cls { Letter, Number, Space, Other };
 
-locale_t utf8_locale() {
-  static locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(nullptr));
-  return loc;
-}
-
+// Unicode general categories as the regexes mean them: \p{L} letters,
+// \p{N} numbers (also ½, ², Arabic-Indic digits), \s White_Space.
 Cls classify(uint32_t cp) {
   if (cp < 0x80) {
     if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) return Cls::Letter;
@@ -25,15 +22,22 @@ Cls classify(uint32_t cp) {
     if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return Cls::Space;
     return Cls::Other;
   }
-  const locale_t loc = utf8_locale();
-  const auto wc = static_cast<wint_t>(cp);
-  if (loc) {
-    if (iswspace_l(wc, loc) || cp == 0x85 || cp == 0xA0) return Cls::Space;
-    if (iswalpha_l(wc, loc)) return Cls::Letter;
-    if (iswdigit_l(wc, loc)) return Cls::Number;
-    return Cls::Other;
+  const auto c = static_cast<UChar32>(cp);
+  if (u_isUWhiteSpace(c)) return Cls::Space;
+  switch (u_charType(c)) {
+    case U_UPPERCASE_LETTER:
+    case U_LOWERCASE_LETTER:
+    case U_TITLECASE_LETTER:
+    case U_MODIFIER_LETTER:
+    case U_OTHER_LETTER:
+      return Cls::Letter;
+    case U_DECIMAL_DIGIT_NUMBER:
+    case U_LETTER_NUMBER:
+    case U_OTHER_NUMBER:
+      return Cls::Number;
+    default:
+      return Cls::Other;
   }
-  return Cls::Letter;  // no Unicode tables: treat non-ASCII as word characters
 }
 
 struct Cp {
@@ -42,15 +46,148 @@ struct Cp {
   Cls cls;
 };
 
-}  // namespace
-
-std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
+std::vector<Cp> code_points(std::string_view text) {
   std::vector<Cp> cps;
   for (size_t i = 0; i < text.size();) {
     const size_t b = i;
     const uint32_t cp = utf8_next(text, i);
     cps.push_back({cp, b, i, classify(cp)});
   }
+  return cps;
+}
+
+// o200k (gpt-oss, Llama 4) and tekken, as llama.cpp's adapted regex:
+//   [^\r\n\p{L}\p{N}]?U*L+C? | [^\r\n\p{L}\p{N}]?U+L*C? | \p{N}{1,3} |
+//   " ?[^\s\p{L}\p{N}]+[\r\n/]*" | \s*[\r\n]+ | \s+(?!\S) | \s+
+// where U is a letter other than a-z, L a letter other than A-Z (so a
+// non-ASCII letter is both) and C a contraction ('s 't 're 've 'm 'll 'd, any
+// case). Tekken: no C, single digits.
+std::vector<std::string> pretokenize_o200k(std::string_view text, bool tekken) {
+  const std::vector<Cp> cps = code_points(text);
+  const size_t n = cps.size();
+  std::vector<std::string> out;
+  auto emit = [&](size_t a, size_t b) { out.emplace_back(text.substr(cps[a].begin, cps[b - 1].end - cps[a].begin)); };
+  auto letter = [&](size_t k) { return k < n && cps[k].cls == Cls::Letter; };
+  auto upper = [&](size_t k) { return letter(k) && !(cps[k].cp >= 'a' && cps[k].cp <= 'z'); };
+  auto lower = [&](size_t k) { return letter(k) && !(cps[k].cp >= 'A' && cps[k].cp <= 'Z'); };
+  auto is_crlf = [&](size_t k) { return cps[k].cp == '\r' || cps[k].cp == '\n'; };
+  auto contraction = [&](size_t k) -> size_t {  // its length at k, or 0
+    if (tekken || k >= n || cps[k].cp != '\'' || k + 1 >= n) return 0;
+    auto low = [&](size_t q) { return q < n && cps[q].cp < 0x80 ? std::tolower(static_cast<int>(cps[q].cp)) : -1; };
+    const int c1 = low(k + 1), c2 = low(k + 2);
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l')) return 3;
+    return 0;
+  };
+  // End of a word starting at p (no prefix), or p when none starts there.
+  auto word_end = [&](size_t p) -> size_t {
+    size_t u = p;
+    while (upper(u)) ++u;
+    // U*L+ backtracks U* to the last position from which L+ can start.
+    for (size_t k = u + 1; k-- > p;) {
+      if (!lower(k)) continue;
+      size_t e = k;
+      while (lower(e)) ++e;
+      return e + contraction(e);
+    }
+    if (u > p) {  // U+L*
+      size_t e = u;
+      while (lower(e)) ++e;
+      return e + contraction(e);
+    }
+    return p;
+  };
+  size_t i = 0;
+  while (i < n) {
+    // 1./2. words, with one leading character that is no letter, digit or line break
+    if (cps[i].cls != Cls::Letter && cps[i].cls != Cls::Number && !is_crlf(i)) {
+      const size_t e = word_end(i + 1);
+      if (e > i + 1) {
+        emit(i, e);
+        i = e;
+        continue;
+      }
+    }
+    if (const size_t e = word_end(i); e > i) {
+      emit(i, e);
+      i = e;
+      continue;
+    }
+    // 3. \p{N}{1,3} (tekken: \p{N})
+    if (cps[i].cls == Cls::Number) {
+      const size_t max = tekken ? 1 : 3;
+      size_t j = i;
+      while (j < n && j - i < max && cps[j].cls == Cls::Number) ++j;
+      emit(i, j);
+      i = j;
+      continue;
+    }
+    // 4. " ?[^\s\p{L}\p{N}]+[\r\n/]*"
+    {
+      size_t j = i;
+      if (cps[j].cp == ' ' && j + 1 < n && cps[j + 1].cls == Cls::Other) ++j;
+      if (cps[j].cls == Cls::Other) {
+        while (j < n && cps[j].cls == Cls::Other) ++j;
+        while (j < n && (is_crlf(j) || cps[j].cp == '/')) ++j;
+        emit(i, j);
+        i = j;
+        continue;
+      }
+    }
+    // 5. \s*[\r\n]+
+    {
+      size_t j = i, last_nl = n;
+      while (j < n && cps[j].cls == Cls::Space) {
+        if (is_crlf(j)) last_nl = j;
+        ++j;
+      }
+      if (last_nl != n) {
+        emit(i, last_nl + 1);
+        i = last_nl + 1;
+        continue;
+      }
+    }
+    // 6./7. \s+(?!\S) then \s+
+    size_t j = i;
+    while (j < n && cps[j].cls == Cls::Space) ++j;
+    if (j > i) {
+      if (j < n && j - i >= 2) --j;
+      emit(i, j);
+      i = j;
+      continue;
+    }
+    emit(i, i + 1);
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
+  if (kind == PreTokenizer::Gpt4o || kind == PreTokenizer::Tekken)
+    return pretokenize_o200k(text, kind == PreTokenizer::Tekken);
+  if (kind == PreTokenizer::DigitsThenGpt2) {
+    // llama.cpp's cascade: "\p{N}" splits first (matches and the text between
+    // them are pieces), then GPT-2's regex splits each piece between digits.
+    const std::vector<Cp> cps = code_points(text);
+    std::vector<std::string> out;
+    size_t run = 0;
+    auto flush = [&](size_t end) {
+      if (end <= run) return;
+      const size_t a = cps[run].begin, b = cps[end - 1].end;
+      for (auto& piece : pretokenize(text.substr(a, b - a), PreTokenizer::Gpt2)) out.push_back(std::move(piece));
+    };
+    for (size_t k = 0; k < cps.size(); ++k) {
+      if (cps[k].cls != Cls::Number) continue;
+      flush(k);
+      out.emplace_back(text.substr(cps[k].begin, cps[k].end - cps[k].begin));
+      run = k + 1;
+    }
+    flush(cps.size());
+    return out;
+  }
+  const std::vector<Cp> cps = code_points(text);
   const size_t n = cps.size();
   std::vector<std::string> out;
   auto emit = [&](size_t a, size_t b) {

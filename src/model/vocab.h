@@ -3,6 +3,7 @@
 // llama2.c tokenizer.bin). Pieces of SentencePiece-style vocabularies use
 // U+2581 for spaces; byte-level vocabularies use GPT-2's byte-to-unicode map.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -16,7 +17,22 @@ enum class VocabKind {
   ByteLevel,  // GPT-2 byte-level BPE with a pre-tokenizer regex
 };
 
-enum class PreTokenizer { None, Gpt2, Llama3, Qwen2 };
+// Byte-level BPE pre-tokenizers, named after llama.cpp's pre-tokenizer types.
+enum class PreTokenizer {
+  None,
+  Gpt2,           // GPT-2's regex (gpt-2, mpt, olmo, phi-2, ...)
+  Llama3,         // Llama 3: case-insensitive contractions, digits in threes
+  Qwen2,          // Llama 3's with single digits (qwen2, stablelm2, ...)
+  Gpt4o,          // o200k: words split at case changes, digits in threes (gpt-oss, llama4)
+  Tekken,         // Mistral's tekken: o200k's words without contractions, single digits
+  DigitsThenGpt2  // every digit alone, then GPT-2's regex (starcoder, refact, smollm, command-r)
+};
+
+// The PreTokenizer for a GGUF tokenizer.ggml.pre name; nullopt when this
+// engine does not implement that name's splitting.
+std::optional<PreTokenizer> pre_tokenizer_from_name(const std::string& name);
+// A name llama.cpp reads as that PreTokenizer (for writing GGUF files).
+const char* pre_tokenizer_name(PreTokenizer p);
 
 enum class TokenType : uint8_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
@@ -28,6 +44,9 @@ struct Vocab {
   std::vector<TokenType> types;
   std::vector<std::pair<std::string, std::string>> merges;  // RankBpe / ByteLevel, by rank
   int32_t bos = -1, eos = -1, unk = -1, eot = -1;
+  // More ids that end generation, from the file: eom and FIM pad/rep/sep
+  // (GGUF), the rest of an HF eos_token_id list.
+  std::vector<int32_t> eog_extra;
   bool add_bos = true;
   bool add_space_prefix = true;  // SPM / RankBpe: prepend U+2581
   bool fuse_unk = false;
@@ -35,18 +54,26 @@ struct Vocab {
   std::string chat_template;
 
   int32_t size() const { return static_cast<int32_t>(pieces.size()); }
-  void finalize();  // builds lookup tables; call after filling
+  // Builds lookup tables and the end-of-generation set; call after filling.
+  // Token types are adjusted as llama.cpp's vocab loader does (end-of-turn
+  // texts become Control, gpt-oss's channel markers UserDefined), so that
+  // tokenizing and detokenizing treat them the same way it does.
+  void finalize();
   int32_t find(const std::string& piece) const {
     auto it = index_.find(piece);
     return it == index_.end() ? -1 : it->second;
   }
   // Byte token <0xHH> id or -1.
   int32_t byte_token(uint8_t b) const { return byte_ids_[b]; }
-  bool is_eog(int32_t id) const { return id == eos || (eot >= 0 && id == eot); }
+  // End of generation: eos, eot, eog_extra and the tokens llama.cpp marks by
+  // their text (<|eot_id|>, <|im_end|>, <end_of_turn>, <|return|>, ...).
+  bool is_eog(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < eog_.size() && eog_[id] != 0; }
+  std::vector<int32_t> eog_ids() const;
 
  private:
   std::unordered_map<std::string, int32_t> index_;
   int32_t byte_ids_[256];
+  std::vector<uint8_t> eog_;  // [size()]
 };
 
 }  // namespace ss
