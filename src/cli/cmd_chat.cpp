@@ -87,7 +87,7 @@ class ChatSession {
       // Not fed now: the next turn starts with it, so the transcript the
       // cache saw is exactly what was said.
       if (model_->vocab.is_eog(next)) {
-        pending_ = {next};
+        pending_ = {model_->vocab.as_context(next)};
         break;
       }
       write_text(detok.push(next), out);
@@ -229,7 +229,7 @@ ChatCommand::ChatCommand(CLI::App& app) {
   auto sys = sub_.add("-s,--system", system_, "system prompt (it becomes part of the attention sinks' turn)");
   sub_.add("-f,--file", system_file_, "read the system prompt from a file (llama.cpp's -f)").excludes(sys);
   sub_.add("--chat-template", chat_template_,
-           "force a template: plain, llama-2, llama-3, chatml, mistral, zephyr (default: the model's)");
+           std::string("force a template: ") + chat_family_names() + " (default: the model's)");
   sub_.add("-n,--n-predict", n_predict_, "most tokens per answer (-1: until the model ends its turn)").show_default();
   add_sampling_flags(sub_, sampling_);
   sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
@@ -255,8 +255,7 @@ int ChatCommand::run() {
   ChatFamily family = detect_chat_family(model->vocab.chat_template);
   if (!chat_template_.empty()) {
     auto f = chat_family_from_name(chat_template_);
-    if (!f)
-      return fail("unknown chat template '" + chat_template_ + "' (plain, llama-2, llama-3, chatml, mistral, zephyr)");
+    if (!f) return fail("unknown chat template '" + chat_template_ + "' (" + chat_family_names() + ")");
     family = *f;
   }
   auto eo_r = engine_options(model_, policy_, model->config);

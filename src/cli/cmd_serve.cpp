@@ -56,7 +56,7 @@ ServeCommand::ServeCommand(CLI::App& app) {
   sub_.add("--allowed-host", allowed_hosts_,
            "a Host name accepted besides localhost/127.0.0.1/[::1] while bound to loopback (repeatable; "
            "other names are refused against DNS rebinding)");
-  sub_.add("--chat-template", chat_template_, "force a chat format: plain, llama-2, llama-3, chatml, mistral, zephyr");
+  sub_.add("--chat-template", chat_template_, std::string("force a chat format: ") + chat_family_names());
   sub_.add("--max-body", max_body_, "largest request body in bytes").show_default();
   sub_.add("--max-prompt-tokens", max_prompt_tokens_, "largest prompt in tokens").show_default();
   sub_.add("--max-tokens-limit", max_tokens_limit_, "cap on max_tokens per request (0: none)").show_default();
@@ -102,8 +102,7 @@ int ServeCommand::run() {
   so.model_name = model->source.substr(model->source.find_last_of('/') + 1);
   if (!chat_template_.empty()) {
     auto f = chat_family_from_name(chat_template_);
-    if (!f)
-      return fail("unknown chat template '" + chat_template_ + "' (plain, llama-2, llama-3, chatml, mistral, zephyr)");
+    if (!f) return fail("unknown chat template '" + chat_template_ + "' (" + chat_family_names() + ")");
     so.chat = *f;
   } else {
     so.chat = detect_chat_family(model->vocab.chat_template);

@@ -82,6 +82,11 @@ void Vocab::finalize() {
     eog_[static_cast<size_t>(end_id)] = 0;
     types[static_cast<size_t>(end_id)] = TokenType::UserDefined;
   }
+  harmony_return_ = harmony_end_ = -1;
+  if (end_id >= 0 && find("<|return|>") >= 0 && find("<|channel|>") >= 0) {
+    harmony_return_ = find("<|return|>");
+    harmony_end_ = end_id;
+  }
 }
 
 std::optional<PreTokenizer> pre_tokenizer_from_name(const std::string& n) {

@@ -69,11 +69,16 @@ struct Vocab {
   // their text (<|eot_id|>, <|im_end|>, <end_of_turn>, <|return|>, ...).
   bool is_eog(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < eog_.size() && eog_[id] != 0; }
   std::vector<int32_t> eog_ids() const;
+  // The token to feed for a sampled `id` that is fed back as context (a chat
+  // continuing after a reply): Harmony's <|return|> ends a final answer but
+  // "should never be an input to the model"; a conversation shows <|end|>.
+  int32_t as_context(int32_t id) const { return id >= 0 && id == harmony_return_ ? harmony_end_ : id; }
 
  private:
   std::unordered_map<std::string, int32_t> index_;
   int32_t byte_ids_[256];
   std::vector<uint8_t> eog_;  // [size()]
+  int32_t harmony_return_ = -1, harmony_end_ = -1;
 };
 
 }  // namespace ss

@@ -1,46 +1,84 @@
 #include "server/chat_template.h"
 
+#include <ctime>
+
 namespace ss {
 
+namespace {
+
+struct NamedFamily {
+  const char* name;
+  ChatFamily family;
+};
+
+// First name of each family is the one printed; the rest are llama.cpp's
+// names (--chat-template) for the same format.
+constexpr NamedFamily kNames[] = {
+    {"plain", ChatFamily::Plain},   {"none", ChatFamily::Plain},        {"llama-2", ChatFamily::Llama2},
+    {"llama2", ChatFamily::Llama2}, {"llama2-sys", ChatFamily::Llama2}, {"llama-3", ChatFamily::Llama3},
+    {"llama3", ChatFamily::Llama3}, {"chatml", ChatFamily::ChatML},     {"mistral", ChatFamily::Mistral},
+    {"zephyr", ChatFamily::Zephyr}, {"gemma", ChatFamily::Gemma},       {"phi3", ChatFamily::Phi3},
+    {"gpt-oss", ChatFamily::GptOss}};
+
+std::string trim(const std::string& s) {
+  const char* ws = " \t\n\r\f\v";
+  const size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+std::string utc_date() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// System messages merged into one (formats with no system role put it in
+// front of the first user message).
+std::string joined_system(const std::vector<ChatMessage>& msgs, bool trimmed) {
+  std::string s;
+  for (const auto& m : msgs)
+    if (m.role == "system") s += trimmed ? trim(m.content) : m.content;
+  return s;
+}
+
+}  // namespace
+
 std::optional<ChatFamily> chat_family_from_name(const std::string& n) {
-  if (n == "plain" || n == "none") return ChatFamily::Plain;
-  if (n == "llama-2" || n == "llama2") return ChatFamily::Llama2;
-  if (n == "llama-3" || n == "llama3") return ChatFamily::Llama3;
-  if (n == "chatml") return ChatFamily::ChatML;
-  if (n == "mistral") return ChatFamily::Mistral;
-  if (n == "zephyr") return ChatFamily::Zephyr;
+  for (const auto& e : kNames)
+    if (n == e.name) return e.family;
   return std::nullopt;
 }
 
 const char* chat_family_name(ChatFamily f) {
-  switch (f) {
-    case ChatFamily::Plain:
-      return "plain";
-    case ChatFamily::Llama2:
-      return "llama-2";
-    case ChatFamily::Llama3:
-      return "llama-3";
-    case ChatFamily::ChatML:
-      return "chatml";
-    case ChatFamily::Mistral:
-      return "mistral";
-    case ChatFamily::Zephyr:
-      return "zephyr";
-  }
+  for (const auto& e : kNames)
+    if (e.family == f) return e.name;
   return "plain";
 }
 
+const char* chat_family_names() { return "plain, llama-2, llama-3, chatml, mistral, zephyr, gemma, phi3, gpt-oss"; }
+
 ChatFamily detect_chat_family(const std::string& t) {
+  auto has = [&](const char* s) { return t.find(s) != std::string::npos; };
   if (t.empty()) return ChatFamily::Plain;
-  if (t.find("<|start_header_id|>") != std::string::npos) return ChatFamily::Llama3;
-  if (t.find("<|im_start|>") != std::string::npos) return ChatFamily::ChatML;
-  if (t.find("<|user|>") != std::string::npos) return ChatFamily::Zephyr;
-  if (t.find("<<SYS>>") != std::string::npos) return ChatFamily::Llama2;
-  if (t.find("[INST]") != std::string::npos) return ChatFamily::Mistral;
+  if (has("<|im_start|>")) return ChatFamily::ChatML;
+  if (t.rfind("mistral", 0) == 0 || has("[INST]")) return has("<<SYS>>") ? ChatFamily::Llama2 : ChatFamily::Mistral;
+  if (has("<|assistant|>") && has("<|end|>")) return ChatFamily::Phi3;
+  // TinyLlama / Zephyr: <|user|>, turns closed with </s> (llama.cpp's own
+  // heuristic calls some of these falcon3 and drops the </s>; the templates
+  // themselves write it).
+  if (has("<|user|>")) return ChatFamily::Zephyr;
+  if (has("<start_of_turn>")) return ChatFamily::Gemma;
+  if (has("<|start_header_id|>")) return ChatFamily::Llama3;
+  if (has("<|start|>") && has("<|channel|>")) return ChatFamily::GptOss;
   return ChatFamily::Plain;
 }
 
-std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs, bool first_turn) {
+std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs, bool first_turn,
+                             const std::string& today) {
   std::string out;
   switch (f) {
     case ChatFamily::Plain:
@@ -56,9 +94,10 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
       }
       return out + "<|im_start|>assistant\n";
     case ChatFamily::Llama3:
+      // llama.cpp trims each message (as Meta's template does).
       if (first_turn) out += "<|begin_of_text|>";
       for (const auto& m : msgs)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
       return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
     case ChatFamily::Zephyr:
       for (const auto& m : msgs) {
@@ -66,6 +105,52 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
         out.append("<|").append(m.role).append("|>\n").append(m.content).append("</s>\n");
       }
       return out + "<|assistant|>\n";
+    case ChatFamily::Phi3:
+      for (const auto& m : msgs) {
+        if (out.empty() && !first_turn) out += "\n";
+        out.append("<|").append(m.role).append("|>\n").append(m.content).append("<|end|>\n");
+      }
+      return out + "<|assistant|>\n";
+    case ChatFamily::Gemma: {
+      // No system role: its text opens the first user message. "assistant"
+      // is "model"; messages are trimmed (llama.cpp and Google's template).
+      std::string system = joined_system(msgs, /*trimmed=*/true);
+      if (!first_turn) out += "\n";
+      for (const auto& m : msgs) {
+        if (m.role == "system") continue;
+        const std::string role = m.role == "assistant" ? "model" : m.role;
+        out += "<start_of_turn>" + role + "\n";
+        if (!system.empty() && role != "model") {
+          out += system + "\n\n";
+          system.clear();
+        }
+        out += trim(m.content) + "<end_of_turn>\n";
+      }
+      return out + "<start_of_turn>model\n";
+    }
+    case ChatFamily::GptOss: {
+      // OpenAI's Harmony format as gpt-oss's own template writes it without
+      // tools: a system message (identity, cutoff, date, reasoning effort,
+      // channels), the system prompt as developer instructions, then turns.
+      if (first_turn) {
+        out +=
+            "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+            "Knowledge cutoff: 2024-06\nCurrent date: " +
+            (today.empty() ? utc_date() : today) +
+            "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included "
+            "for every message.<|end|>";
+        const std::string system = joined_system(msgs, /*trimmed=*/false);
+        if (!system.empty()) out += "<|start|>developer<|message|># Instructions\n\n" + system + "\n\n<|end|>";
+      }
+      for (const auto& m : msgs) {
+        if (m.role == "system") continue;
+        if (m.role == "assistant")
+          out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|end|>";
+        else
+          out += "<|start|>" + m.role + "<|message|>" + m.content + "<|end|>";
+      }
+      return out + "<|start|>assistant";
+    }
     case ChatFamily::Llama2:
     case ChatFamily::Mistral: {
       std::string system;

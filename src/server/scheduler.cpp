@@ -272,7 +272,7 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   // the turn is over, so its next request finds the session idle and saved.
   if (a.session) {
     Session& s = *a.session;
-    if (a.last >= 0) s.pending = {a.last};
+    if (a.last >= 0) s.pending = {model_->vocab.as_context(a.last)};
     s.busy = false;
     s.turns += 1;
     s.tokens_in += a.req->prompt_tokens;

@@ -56,6 +56,19 @@ TEST(VocabEog, HarmonyEndIsNotTheEndWhereReturnAndCallAre) {
   EXPECT_EQ(phi.eog_ids(), (std::vector<int32_t>{2, 3}));
 }
 
+// A Harmony conversation continues with <|end|> where the model wrote
+// <|return|>; other vocabularies feed back what was sampled.
+TEST(VocabEog, HarmonyReturnIsFedBackAsEnd) {
+  Vocab v = vocab_of({"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>", "x"});
+  v.finalize();
+  EXPECT_EQ(v.as_context(4), 3);
+  EXPECT_EQ(v.as_context(5), 5);
+  EXPECT_EQ(v.as_context(6), 6);
+  Vocab plain = vocab_of({"<|end|>", "<|return|>", "x"});  // no Harmony channels
+  plain.finalize();
+  EXPECT_EQ(plain.as_context(1), 1);
+}
+
 TEST(VocabEog, FinalizeTwiceGivesTheSameSet) {
   Vocab v = vocab_of({"<|end|>", "<|return|>", "<|call|>", "x"});
   v.finalize();
