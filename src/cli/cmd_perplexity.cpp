@@ -161,7 +161,9 @@ int PerplexityCommand::run() {
   } else if (!text_file_.empty()) {
     auto r = read_eval_text(text_file_, raw_);
     if (!r.ok()) return fail(r.error().message);
-    tokens = Tokenizer(model->vocab).encode(r.value(), true);
+    // BOS as the model's tokenizer adds it (llama.cpp's perplexity does the
+    // same); GPT-NeoX/MPT-style vocabularies add none.
+    tokens = Tokenizer(model->vocab).encode(r.value(), model->vocab.add_bos);
   } else {
     return fail("give -f TEXT or --tokens-file IDS");
   }

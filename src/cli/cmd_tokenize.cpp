@@ -78,7 +78,7 @@ int TokenizeCommand::run() {
   auto v = load_vocab(model_, tokenizer_);
   if (!v.ok()) return fail(v.error().message);
   const Tokenizer tok(v.value());
-  const auto ids = tok.encode(text, !no_bos_, !no_parse_special_);
+  const auto ids = tok.encode(text, !no_bos_ && v.value().add_bos, !no_parse_special_);
   if (ids_) {
     std::string line = "[";
     for (size_t i = 0; i < ids.size(); ++i) line += (i ? ", " : "") + std::to_string(ids[i]);

@@ -10,6 +10,7 @@
 #include "cli_run.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
+#include "format/gguf_writer.h"
 #include "ggml_vocab_vectors.h"
 #include "test_paths.h"
 
@@ -161,6 +162,56 @@ TEST(Toolbox, TokenizeMatchesLlamaCppVectors) {
     EXPECT_EQ(r.out, expected[i]) << "case " << i << ": '" << cases[i] << "'";
   }
   std::filesystem::remove(file);
+}
+
+// A vocab-only byte-level GGUF (llama.cpp's ggml-vocab-*.gguf kind): GPT-2's
+// byte symbols and <|endoftext|>, no tensors, no add_bos_token key.
+std::string write_byte_level_vocab(const std::string& name, const std::string& pre) {
+  std::vector<std::string> toks;
+  int extra = 0;
+  for (int b = 0; b < 256; ++b) {
+    const uint32_t cp =
+        ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) ? b : 256 + extra++;
+    std::string t;
+    if (cp < 0x80) {
+      t += static_cast<char>(cp);
+    } else {
+      t += static_cast<char>(0xC0 | (cp >> 6));
+      t += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+    toks.push_back(t);
+  }
+  toks.push_back("<|endoftext|>");
+  std::vector<int32_t> types(toks.size(), 1);
+  types.back() = 3;
+  GgufWriter w;
+  w.set_string("general.architecture", "gpt2");
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", pre);
+  w.set_strings("tokenizer.ggml.tokens", toks);
+  w.set_i32s("tokenizer.ggml.token_type", types);
+  w.set_strings("tokenizer.ggml.merges", {});
+  w.set_u32("tokenizer.ggml.bos_token_id", 256);
+  w.set_u32("tokenizer.ggml.eos_token_id", 256);
+  const std::string path = test::temp_path(name);
+  EXPECT_TRUE(w.write(path).ok());
+  return path;
+}
+
+// tokenize reads only the tokenizer of a GGUF (any architecture, no
+// tensors), adds BOS only where the tokenizer does (GPT-2-style: not), and
+// refuses a pre-tokenizer it does not implement rather than guess.
+TEST(Toolbox, TokenizeReadsVocabOnlyFilesAsLlamaCppDoes) {
+  const std::string ok = write_byte_level_vocab("vocab-gpt2.gguf", "gpt-2");
+  auto r = run("tokenize --ids -m " + ok + " -p 'a1<|endoftext|>'");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, "[97, 49, 256]\n");  // byte symbols of a and 1, the special; no BOS
+  const std::string bad = write_byte_level_vocab("vocab-unknown.gguf", "no-such-pre");
+  auto e = run("tokenize --ids -m " + bad + " -p 'a'", /*merge_stderr=*/true);
+  EXPECT_NE(e.rc, 0);
+  EXPECT_NE(e.out.find("unknown pre-tokenizer type 'no-such-pre'"), std::string::npos) << e.out;
+  std::filesystem::remove(ok);
+  std::filesystem::remove(bad);
 }
 
 TEST(Toolbox, TokenizePiecesCountsAndDetokenizeRoundTrip) {
