@@ -41,11 +41,7 @@ Status load_gguf_vocab(const GgufFile& g, Vocab& v) {
     }
     const auto pre = g.get_string("tokenizer.ggml.pre");
     const std::string p = pre.ok() ? pre.value() : "default";
-    if (p == "default") {
-      // llama.cpp's "default" splits punctuation runs and digit triples
-      // first; GPT-2's regex is the nearest of ours (not identical).
-      v.pre = PreTokenizer::Gpt2;
-    } else if (auto kind = pre_tokenizer_from_name(p)) {
+    if (auto kind = pre_tokenizer_from_name(p)) {
       v.pre = *kind;
     } else {
       // As llama.cpp: guessing another model's splitting would tokenize

@@ -1,60 +1,18 @@
 // Hand-written equivalents of the byte-level BPE pre-tokenizer regexes
 // (GPT-2, Llama-3, Qwen2, o200k, tekken, digits-first), so no regex engine
 // with \p{..} support is needed.
-#include <unicode/uchar.h>
-
 #include <cctype>
 
+#include "model/code_points.h"
 #include "model/tokenizer.h"
 
 namespace ss {
 
+using pretok::Cls;
+using pretok::code_points;
+using pretok::Cp;
+
 namespace {
-
-enum class Cls { Letter, Number, Space, Other };
-
-// Unicode general categories as the regexes mean them: \p{L} letters,
-// \p{N} numbers (also ½, ², Arabic-Indic digits), \s White_Space.
-Cls classify(uint32_t cp) {
-  if (cp < 0x80) {
-    if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) return Cls::Letter;
-    if (cp >= '0' && cp <= '9') return Cls::Number;
-    if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return Cls::Space;
-    return Cls::Other;
-  }
-  const auto c = static_cast<UChar32>(cp);
-  if (u_isUWhiteSpace(c)) return Cls::Space;
-  switch (u_charType(c)) {
-    case U_UPPERCASE_LETTER:
-    case U_LOWERCASE_LETTER:
-    case U_TITLECASE_LETTER:
-    case U_MODIFIER_LETTER:
-    case U_OTHER_LETTER:
-      return Cls::Letter;
-    case U_DECIMAL_DIGIT_NUMBER:
-    case U_LETTER_NUMBER:
-    case U_OTHER_NUMBER:
-      return Cls::Number;
-    default:
-      return Cls::Other;
-  }
-}
-
-struct Cp {
-  uint32_t cp;
-  size_t begin, end;  // byte range
-  Cls cls;
-};
-
-std::vector<Cp> code_points(std::string_view text) {
-  std::vector<Cp> cps;
-  for (size_t i = 0; i < text.size();) {
-    const size_t b = i;
-    const uint32_t cp = utf8_next(text, i);
-    cps.push_back({cp, b, i, classify(cp)});
-  }
-  return cps;
-}
 
 // o200k (gpt-oss, Llama 4) and tekken, as llama.cpp's adapted regex:
 //   [^\r\n\p{L}\p{N}]?U*L+C? | [^\r\n\p{L}\p{N}]?U+L*C? | \p{N}{1,3} |
@@ -165,6 +123,7 @@ std::vector<std::string> pretokenize_o200k(std::string_view text, bool tekken) {
 }  // namespace
 
 std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
+  if (kind == PreTokenizer::Default || kind == PreTokenizer::DeepseekCoder) return pretokenize_cascade(text, kind);
   if (kind == PreTokenizer::Gpt4o || kind == PreTokenizer::Tekken)
     return pretokenize_o200k(text, kind == PreTokenizer::Tekken);
   if (kind == PreTokenizer::DigitsThenGpt2) {
@@ -194,7 +153,9 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
     if (b > a) out.emplace_back(text.substr(cps[a].begin, cps[b - 1].end - cps[a].begin));
   };
   auto is_crlf = [&](size_t k) { return cps[k].cp == '\r' || cps[k].cp == '\n'; };
-  const bool llama3 = kind == PreTokenizer::Llama3 || kind == PreTokenizer::Qwen2;
+  const bool llama3 = kind == PreTokenizer::Llama3 || kind == PreTokenizer::Qwen2 || kind == PreTokenizer::SeedCoder;
+  // seed-coder: Llama 3's regex with single digits and no line breaks after punctuation.
+  const bool seed = kind == PreTokenizer::SeedCoder;
   size_t i = 0;
   while (i < n) {
     // 1. Contractions ('s 't 're 've 'm 'll 'd; case-insensitive for Llama-3).
@@ -233,20 +194,20 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
       }
       // 3. \p{N}{1,3} (Qwen2: single digits)
       if (cps[i].cls == Cls::Number) {
-        const size_t max = kind == PreTokenizer::Qwen2 ? 1 : 3;
+        const size_t max = kind == PreTokenizer::Qwen2 || seed ? 1 : 3;
         size_t j = i;
         while (j < n && j - i < max && cps[j].cls == Cls::Number) ++j;
         emit(i, j);
         i = j;
         continue;
       }
-      // 4. " ?[^\s\p{L}\p{N}]+[\r\n]*"
+      // 4. " ?[^\s\p{L}\p{N}]+[\r\n]*" (seed-coder: " ?[^\s\p{L}\p{N}\r\n]+")
       {
         size_t j = i;
         if (cps[j].cp == ' ' && j + 1 < n && cps[j + 1].cls == Cls::Other) ++j;
         if (cps[j].cls == Cls::Other) {
           while (j < n && cps[j].cls == Cls::Other) ++j;
-          while (j < n && is_crlf(j)) ++j;
+          while (!seed && j < n && is_crlf(j)) ++j;
           emit(i, j);
           i = j;
           continue;

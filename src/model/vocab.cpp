@@ -109,6 +109,9 @@ std::optional<PreTokenizer> pre_tokenizer_from_name(const std::string& n) {
   if (n == "tekken") return PreTokenizer::Tekken;
   if (any({"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b"}))
     return PreTokenizer::DigitsThenGpt2;
+  if (n == "seed-coder") return PreTokenizer::SeedCoder;
+  if (n == "deepseek-coder") return PreTokenizer::DeepseekCoder;
+  if (n == "default") return PreTokenizer::Default;
   return std::nullopt;
 }
 
@@ -124,6 +127,12 @@ const char* pre_tokenizer_name(PreTokenizer p) {
       return "tekken";
     case PreTokenizer::DigitsThenGpt2:
       return "starcoder";
+    case PreTokenizer::SeedCoder:
+      return "seed-coder";
+    case PreTokenizer::DeepseekCoder:
+      return "deepseek-coder";
+    case PreTokenizer::Default:
+      return "default";
     case PreTokenizer::None:
     case PreTokenizer::Gpt2:
       break;

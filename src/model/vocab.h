@@ -20,12 +20,15 @@ enum class VocabKind {
 // Byte-level BPE pre-tokenizers, named after llama.cpp's pre-tokenizer types.
 enum class PreTokenizer {
   None,
-  Gpt2,           // GPT-2's regex (gpt-2, mpt, olmo, phi-2, ...)
-  Llama3,         // Llama 3: case-insensitive contractions, digits in threes
-  Qwen2,          // Llama 3's with single digits (qwen2, stablelm2, ...)
-  Gpt4o,          // o200k: words split at case changes, digits in threes (gpt-oss, llama4)
-  Tekken,         // Mistral's tekken: o200k's words without contractions, single digits
-  DigitsThenGpt2  // every digit alone, then GPT-2's regex (starcoder, refact, smollm, command-r)
+  Gpt2,            // GPT-2's regex (gpt-2, mpt, olmo, phi-2, ...)
+  Llama3,          // Llama 3: case-insensitive contractions, digits in threes
+  Qwen2,           // Llama 3's with single digits (qwen2, stablelm2, ...)
+  Gpt4o,           // o200k: words split at case changes, digits in threes (gpt-oss, llama4)
+  Tekken,          // Mistral's tekken: o200k's words without contractions, single digits
+  DigitsThenGpt2,  // every digit alone, then GPT-2's regex (starcoder, refact, smollm, command-r)
+  SeedCoder,       // Llama 3's with single digits, no line breaks after punctuation
+  DeepseekCoder,   // line breaks, words, punctuation, CJK runs, digits: one split after another
+  Default          // llama.cpp's "default" BPE: punctuation runs, GPT-2, numbers, digit triples
 };
 
 // The PreTokenizer for a GGUF tokenizer.ggml.pre name; nullopt when this

@@ -138,6 +138,20 @@ TEST(Pretokenize, NonAsciiNumbersAreNumbers) {
   EXPECT_EQ(pretokenize("x \xC2\xBD\xC2\xB2y", PreTokenizer::Gpt2), (Pieces{"x", " \xC2\xBD\xC2\xB2", "y"}));
 }
 
+TEST(Pretokenize, SeedCoderKeepsLineBreaksApartFromPunctuation) {
+  EXPECT_EQ(pretokenize("abc 12\n!!\n\nx", PreTokenizer::SeedCoder),
+            (Pieces{"abc", " ", "1", "2", "\n", "!!", "\n\n", "x"}));
+}
+
+// The multi-regex splitters: each regex splits what the previous one left.
+TEST(Pretokenize, CascadesSplitPieceByPiece) {
+  EXPECT_EQ(pretokenize("Hello, world!! \xE4\xB8\xAD\xE6\x96\x87 x123\ny", PreTokenizer::DeepseekCoder),
+            (Pieces{"Hello", ",", " world", "!!", " ", "\xE4\xB8\xAD\xE6\x96\x87", " x", "1", "2", "3", "\n", "y"}));
+  EXPECT_EQ(pretokenize("Hello, world!! $5 12345 a+b", PreTokenizer::Default),
+            (Pieces{"Hello", ",", " world", "!!", " ", "$", "5", " ", "123", "45", " a", "+", "b"}));
+  EXPECT_TRUE(pretokenize("", PreTokenizer::Default).empty());
+}
+
 TEST(Pretokenize, GgufNamesMapAsLlamaCppDoes) {
   EXPECT_EQ(pre_tokenizer_from_name("gpt-4o"), PreTokenizer::Gpt4o);
   EXPECT_EQ(pre_tokenizer_from_name("llama-bpe"), PreTokenizer::Llama3);
@@ -146,8 +160,10 @@ TEST(Pretokenize, GgufNamesMapAsLlamaCppDoes) {
   EXPECT_EQ(pre_tokenizer_from_name("smollm"), PreTokenizer::DigitsThenGpt2);
   EXPECT_EQ(pre_tokenizer_from_name("tekken"), PreTokenizer::Tekken);
   EXPECT_FALSE(pre_tokenizer_from_name("deepseek-llm").has_value());  // not implemented: an error, not a guess
-  for (PreTokenizer p : {PreTokenizer::Gpt2, PreTokenizer::Llama3, PreTokenizer::Qwen2, PreTokenizer::Gpt4o,
-                         PreTokenizer::Tekken, PreTokenizer::DigitsThenGpt2})
+  EXPECT_EQ(pre_tokenizer_from_name("default"), PreTokenizer::Default);
+  for (PreTokenizer p :
+       {PreTokenizer::Gpt2, PreTokenizer::Llama3, PreTokenizer::Qwen2, PreTokenizer::Gpt4o, PreTokenizer::Tekken,
+        PreTokenizer::DigitsThenGpt2, PreTokenizer::SeedCoder, PreTokenizer::DeepseekCoder, PreTokenizer::Default})
     EXPECT_EQ(pre_tokenizer_from_name(pre_tokenizer_name(p)), p);
 }
 
