@@ -1,4 +1,4 @@
-// Tokenizer encode and streaming decode of arbitrary bytes with real
+// Tokenizer encode, every pre-tokenizer, and streaming decode of arbitrary bytes with real
 // vocabularies (SentencePiece from stories260K, byte-level BPE from the 656K
 // tokenizer.json): the first byte picks one, the rest is the text; decode
 // runs on ids read from the same bytes.
@@ -36,6 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ss::Tokenizer& tok = *tokenizer(data[0] & 1);
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
   const auto ids = tok.encode(text, (data[0] & 2) != 0, (data[0] & 4) != 0);
+  // Every byte-level pre-tokenizer covers the text exactly, in order.
+  for (int k = static_cast<int>(ss::PreTokenizer::Gpt2); k <= static_cast<int>(ss::PreTokenizer::Default); ++k) {
+    std::string joined;
+    for (const auto& piece : ss::pretokenize(text, static_cast<ss::PreTokenizer>(k))) joined += piece;
+    if (joined != text) std::abort();
+  }
   ss::Detokenizer d(tok);
   std::string out;
   for (int32_t id : ids) out += d.push(id);

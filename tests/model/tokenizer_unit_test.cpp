@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "model/tokenizer.h"
 
@@ -150,6 +151,46 @@ TEST(Pretokenize, CascadesSplitPieceByPiece) {
   EXPECT_EQ(pretokenize("Hello, world!! $5 12345 a+b", PreTokenizer::Default),
             (Pieces{"Hello", ",", " world", "!!", " ", "$", "5", " ", "123", "45", " a", "+", "b"}));
   EXPECT_TRUE(pretokenize("", PreTokenizer::Default).empty());
+}
+
+// Every splitter covers its text exactly once, in order, for any bytes
+// (invalid UTF-8 included): the pieces concatenate back to the text.
+TEST(Pretokenize, PiecesConcatenateToTheTextForAnyBytes) {
+  std::mt19937 rng(7);
+  const std::vector<std::string> atoms = {"a",
+                                          "Z",
+                                          "7",
+                                          " ",
+                                          "\n",
+                                          "\r",
+                                          "\t",
+                                          "'s",
+                                          "!",
+                                          "$",
+                                          "\xC2\xBD",
+                                          "\xE4\xB8\xAD",
+                                          "\xF0\x9F\x98\x80",
+                                          "\xCC\x81",
+                                          "\xC2\xA0",
+                                          "\xFF",
+                                          "\xC3",
+                                          "\x80",
+                                          "\xE2\x80"};
+  for (int iter = 0; iter < 2000; ++iter) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 24);
+    for (int k = 0; k < n; ++k) text += atoms[rng() % atoms.size()];
+    for (PreTokenizer p :
+         {PreTokenizer::Gpt2, PreTokenizer::Llama3, PreTokenizer::Qwen2, PreTokenizer::Gpt4o, PreTokenizer::Tekken,
+          PreTokenizer::DigitsThenGpt2, PreTokenizer::SeedCoder, PreTokenizer::DeepseekCoder, PreTokenizer::Default}) {
+      std::string joined;
+      for (const auto& piece : pretokenize(text, p)) {
+        EXPECT_FALSE(piece.empty());
+        joined += piece;
+      }
+      ASSERT_EQ(joined, text) << static_cast<int>(p);
+    }
+  }
 }
 
 TEST(Pretokenize, GgufNamesMapAsLlamaCppDoes) {
