@@ -14,6 +14,38 @@ using pretok::Cp;
 
 namespace {
 
+bool is_crlf(const Cp& c) { return c.cp == '\r' || c.cp == '\n'; }
+
+// " ?[^\s\p{L}\p{N}]+" then a run of characters `tail` accepts: its end,
+// or i when none starts at i.
+template <class Tail>
+size_t punct_end(const std::vector<Cp>& cps, size_t i, Tail tail) {
+  const size_t n = cps.size();
+  size_t j = i;
+  if (cps[j].cp == ' ' && j + 1 < n && cps[j + 1].cls == Cls::Other) ++j;
+  if (cps[j].cls != Cls::Other) return i;
+  while (j < n && cps[j].cls == Cls::Other) ++j;
+  while (j < n && tail(cps[j])) ++j;
+  return j;
+}
+
+// \s*[\r\n]+: up to the last line break of the whitespace run at i, or i.
+size_t line_breaks_end(const std::vector<Cp>& cps, size_t i) {
+  size_t end = i;
+  for (size_t j = i; j < cps.size() && cps[j].cls == Cls::Space; ++j)
+    if (is_crlf(cps[j])) end = j + 1;
+  return end;
+}
+
+// \s+(?!\S) then \s+: the whitespace run at i, less its last space when a
+// word follows (that space prefixes the word); i when none.
+size_t spaces_end(const std::vector<Cp>& cps, size_t i) {
+  size_t j = i;
+  while (j < cps.size() && cps[j].cls == Cls::Space) ++j;
+  if (j < cps.size() && j - i >= 2) --j;
+  return j;
+}
+
 // o200k (gpt-oss, Llama 4) and tekken, as llama.cpp's adapted regex:
 //   [^\r\n\p{L}\p{N}]?U*L+C? | [^\r\n\p{L}\p{N}]?U+L*C? | \p{N}{1,3} |
 //   " ?[^\s\p{L}\p{N}]+[\r\n/]*" | \s*[\r\n]+ | \s+(?!\S) | \s+
@@ -28,7 +60,6 @@ std::vector<std::string> pretokenize_o200k(std::string_view text, bool tekken) {
   auto letter = [&](size_t k) { return k < n && cps[k].cls == Cls::Letter; };
   auto upper = [&](size_t k) { return letter(k) && !(cps[k].cp >= 'a' && cps[k].cp <= 'z'); };
   auto lower = [&](size_t k) { return letter(k) && !(cps[k].cp >= 'A' && cps[k].cp <= 'Z'); };
-  auto is_crlf = [&](size_t k) { return cps[k].cp == '\r' || cps[k].cp == '\n'; };
   auto contraction = [&](size_t k) -> size_t {  // its length at k, or 0
     if (tekken || k >= n || cps[k].cp != '\'' || k + 1 >= n) return 0;
     auto low = [&](size_t q) { return q < n && cps[q].cp < 0x80 ? std::tolower(static_cast<int>(cps[q].cp)) : -1; };
@@ -58,7 +89,7 @@ std::vector<std::string> pretokenize_o200k(std::string_view text, bool tekken) {
   size_t i = 0;
   while (i < n) {
     // 1./2. words, with one leading character that is no letter, digit or line break
-    if (cps[i].cls != Cls::Letter && cps[i].cls != Cls::Number && !is_crlf(i)) {
+    if (cps[i].cls != Cls::Letter && cps[i].cls != Cls::Number && !is_crlf(cps[i])) {
       const size_t e = word_end(i + 1);
       if (e > i + 1) {
         emit(i, e);
@@ -80,42 +111,13 @@ std::vector<std::string> pretokenize_o200k(std::string_view text, bool tekken) {
       i = j;
       continue;
     }
-    // 4. " ?[^\s\p{L}\p{N}]+[\r\n/]*"
-    {
-      size_t j = i;
-      if (cps[j].cp == ' ' && j + 1 < n && cps[j + 1].cls == Cls::Other) ++j;
-      if (cps[j].cls == Cls::Other) {
-        while (j < n && cps[j].cls == Cls::Other) ++j;
-        while (j < n && (is_crlf(j) || cps[j].cp == '/')) ++j;
-        emit(i, j);
-        i = j;
-        continue;
-      }
-    }
-    // 5. \s*[\r\n]+
-    {
-      size_t j = i, last_nl = n;
-      while (j < n && cps[j].cls == Cls::Space) {
-        if (is_crlf(j)) last_nl = j;
-        ++j;
-      }
-      if (last_nl != n) {
-        emit(i, last_nl + 1);
-        i = last_nl + 1;
-        continue;
-      }
-    }
-    // 6./7. \s+(?!\S) then \s+
-    size_t j = i;
-    while (j < n && cps[j].cls == Cls::Space) ++j;
-    if (j > i) {
-      if (j < n && j - i >= 2) --j;
-      emit(i, j);
-      i = j;
-      continue;
-    }
-    emit(i, i + 1);
-    ++i;
+    // 4. " ?[^\s\p{L}\p{N}]+[\r\n/]*", 5. \s*[\r\n]+, 6./7. \s+(?!\S) then \s+
+    size_t e = punct_end(cps, i, [](const Cp& c) { return is_crlf(c) || c.cp == '/'; });
+    if (e == i) e = line_breaks_end(cps, i);
+    if (e == i) e = spaces_end(cps, i);
+    if (e == i) e = i + 1;  // not reached: every code point is matched above
+    emit(i, e);
+    i = e;
   }
   return out;
 }
@@ -152,7 +154,6 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
   auto emit = [&](size_t a, size_t b) {
     if (b > a) out.emplace_back(text.substr(cps[a].begin, cps[b - 1].end - cps[a].begin));
   };
-  auto is_crlf = [&](size_t k) { return cps[k].cp == '\r' || cps[k].cp == '\n'; };
   const bool llama3 = kind == PreTokenizer::Llama3 || kind == PreTokenizer::Qwen2 || kind == PreTokenizer::SeedCoder;
   // seed-coder: Llama 3's regex with single digits and no line breaks after punctuation.
   const bool seed = kind == PreTokenizer::SeedCoder;
@@ -182,7 +183,7 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
       // 2. [^\r\n\p{L}\p{N}]?\p{L}+
       {
         size_t j = i;
-        if (cps[j].cls != Cls::Letter && cps[j].cls != Cls::Number && !is_crlf(j) && j + 1 < n &&
+        if (cps[j].cls != Cls::Letter && cps[j].cls != Cls::Number && !is_crlf(cps[j]) && j + 1 < n &&
             cps[j + 1].cls == Cls::Letter)
           ++j;
         if (cps[j].cls == Cls::Letter) {
@@ -201,30 +202,13 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
         i = j;
         continue;
       }
-      // 4. " ?[^\s\p{L}\p{N}]+[\r\n]*" (seed-coder: " ?[^\s\p{L}\p{N}\r\n]+")
-      {
-        size_t j = i;
-        if (cps[j].cp == ' ' && j + 1 < n && cps[j + 1].cls == Cls::Other) ++j;
-        if (cps[j].cls == Cls::Other) {
-          while (j < n && cps[j].cls == Cls::Other) ++j;
-          while (!seed && j < n && is_crlf(j)) ++j;
-          emit(i, j);
-          i = j;
-          continue;
-        }
-      }
-      // 5. \s*[\r\n]+
-      {
-        size_t j = i, last_nl = n;
-        while (j < n && cps[j].cls == Cls::Space) {
-          if (is_crlf(j)) last_nl = j;
-          ++j;
-        }
-        if (last_nl != n) {
-          emit(i, last_nl + 1);
-          i = last_nl + 1;
-          continue;
-        }
+      // 4. " ?[^\s\p{L}\p{N}]+[\r\n]*" (seed-coder: " ?[^\s\p{L}\p{N}\r\n]+"), 5. \s*[\r\n]+
+      size_t e = punct_end(cps, i, [seed](const Cp& c) { return !seed && is_crlf(c); });
+      if (e == i) e = line_breaks_end(cps, i);
+      if (e > i) {
+        emit(i, e);
+        i = e;
+        continue;
       }
     } else {
       // GPT-2: " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+"
@@ -239,16 +223,10 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
       }
     }
     // 6./7. \s+(?!\S) then \s+
-    size_t j = i;
-    while (j < n && cps[j].cls == Cls::Space) ++j;
-    if (j > i) {
-      if (j < n && j - i >= 2) --j;  // leave one space to prefix the next word
-      emit(i, j);
-      i = j;
-      continue;
-    }
-    emit(i, i + 1);  // unreachable in practice: consume one code point
-    ++i;
+    size_t e = spaces_end(cps, i);
+    if (e == i) e = i + 1;  // not reached: every code point is matched above
+    emit(i, e);
+    i = e;
   }
   return out;
 }
