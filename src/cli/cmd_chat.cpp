@@ -10,11 +10,13 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "model/tokenizer.h"
 #include "server/chat_template.h"
+#include "server/harmony_split.h"
 #include "server/session_file.h"
 #include "util/atomic_file.h"
 #include "util/mapped_file.h"
@@ -78,6 +80,25 @@ class ChatSession {
     tokens_in_ += static_cast<int64_t>(toks.size());
     const auto t1 = std::chrono::steady_clock::now();
     Detokenizer detok(tok_);
+    // gpt-oss: its reasoning (analysis channel) is shown dimmed on a
+    // terminal and left out of piped output, which holds only answers.
+    std::optional<HarmonySplit> harmony;
+    if (family_ == ChatFamily::GptOss) harmony.emplace();
+    const bool show_reasoning = isatty(fileno(out)) == 1;
+    auto show = [&](const std::string& text, bool done) {
+      if (!harmony) {
+        write_text(text, out);
+        return;
+      }
+      HarmonySplit::Parts p = harmony->push(text);
+      if (done) {
+        const HarmonySplit::Parts rest = harmony->finish();
+        p.reasoning += rest.reasoning;
+        p.content += rest.content;
+      }
+      if (show_reasoning && !p.reasoning.empty()) write_text("\033[2m" + p.reasoning + "\033[0m", out);
+      write_text(p.content, out);
+    };
     int64_t n = 0;
     g_stop.store(false);
     g_generating.store(true);
@@ -90,7 +111,7 @@ class ChatSession {
         pending_ = {model_->vocab.as_context(next)};
         break;
       }
-      write_text(detok.push(next), out);
+      show(detok.push(next), false);
       std::fflush(out);
       ++n;
       push_history(next);
@@ -103,7 +124,7 @@ class ChatSession {
       if (!st.ok()) break;
     }
     g_generating.store(false);
-    write_text(detok.flush(), out);
+    show(detok.flush(), true);
     decode_tokens_ += n;
     decode_s_ += since(t1);
     last_decode_rate_ = n / std::max(since(t1), 1e-9);

@@ -126,6 +126,32 @@ std::vector<std::pair<std::string, std::string>> Generation::stream_headers() co
   return h;
 }
 
+std::vector<json> chat_deltas(HarmonySplit* harmony, const std::string& text, bool done) {
+  std::vector<json> deltas;
+  if (!harmony) {
+    if (!text.empty()) deltas.push_back(json{{"content", text}});
+    return deltas;
+  }
+  HarmonySplit::Parts p = harmony->push(text);
+  if (done) {
+    const HarmonySplit::Parts rest = harmony->finish();
+    p.reasoning += rest.reasoning;
+    p.content += rest.content;
+  }
+  if (!p.reasoning.empty()) deltas.push_back(json{{"reasoning_content", p.reasoning}});
+  if (!p.content.empty()) deltas.push_back(json{{"content", p.content}});
+  return deltas;
+}
+
+json chat_message(const std::string& text, bool harmony) {
+  if (!harmony) return {{"role", "assistant"}, {"content", text}};
+  HarmonySplit split;
+  std::vector<json> deltas = chat_deltas(&split, text, true);
+  json message = {{"role", "assistant"}, {"content", ""}};
+  for (const json& d : deltas) message.update(d);
+  return message;
+}
+
 json Generation::envelope(const json& content, const json& finish, bool stream_chunk) const {
   json choice = {{"index", 0}, {"finish_reason", finish}};
   // Chat: a delta per chunk, a message at the end; completions: text.
@@ -158,7 +184,11 @@ std::string Generation::events(const std::string& text, bool done) {
     sent_role_ = true;
     out += chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false);
   }
-  if (!text.empty()) out += chat_ ? chunk(json{{"content", text}}, nullptr, false) : chunk(text, nullptr, false);
+  if (chat_) {
+    for (const json& delta : chat_deltas(harmony_.get(), text, done)) out += chunk(delta, nullptr, false);
+  } else if (!text.empty()) {
+    out += chunk(text, nullptr, false);
+  }
   if (done) {
     std::string reason, error;
     {
@@ -181,7 +211,7 @@ HttpReply Generation::final_reply(const std::string& text) const {
     persist_error = req->persist_error;
   }
   if (reason == "error") return refusal();
-  json body = envelope(chat_ ? json{{"role", "assistant"}, {"content", text}} : json(text), reason, false);
+  json body = envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(text), reason, false);
   body["usage"] = usage();
   if (!session_id_.empty()) body["session_id"] = session_id_;
   HttpReply r;
@@ -307,6 +337,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     g->req = gr;
     g->stream = cr.stream;
     g->chat_ = chat;
+    if (chat && opts_.chat == ChatFamily::GptOss) g->harmony_ = std::make_shared<HarmonySplit>();
     g->id_ = new_id(chat ? "chatcmpl-" : "cmpl-");
     g->created_ = now_s();
     g->model_ = opts_.model_name;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/chat_template.h"
+#include "server/harmony_split.h"
 #include "server/http_error.h"
 #include "server/scheduler.h"
 
@@ -63,6 +64,13 @@ struct HttpReply {
 HttpReply error_reply(const HttpError& e);
 
 // One completion in flight: formats what the scheduler produces.
+// Chat output: deltas for newly streamed text (done: the end, so nothing is
+// held back) and the whole message of a non-stream answer. With harmony
+// (gpt-oss), the analysis channel is reasoning_content and the final
+// channel content, as llama.cpp's server and OpenAI's API return them.
+std::vector<nlohmann::json> chat_deltas(HarmonySplit* harmony, const std::string& text, bool done);
+nlohmann::json chat_message(const std::string& text, bool harmony);
+
 class Generation {
  public:
   std::shared_ptr<GenerationRequest> req;
@@ -85,6 +93,9 @@ class Generation {
   std::string chunk(const nlohmann::json& delta_or_text, const nlohmann::json& finish, bool with_usage) const;
   nlohmann::json usage() const;
   bool chat_ = false;
+  // gpt-oss chats: the analysis channel goes out as reasoning_content, the
+  // final channel as content (as llama.cpp's server and OpenAI's API do).
+  std::shared_ptr<HarmonySplit> harmony_;
   bool sent_role_ = false;
   bool replayed_ = false;  // the saved reply of a turn already done (Idempotency-Key)
   std::string id_, model_, session_id_;

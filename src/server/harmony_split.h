@@ -1,0 +1,36 @@
+#pragma once
+// gpt-oss answers in Harmony channels: its reasoning in `analysis`, the
+// answer in `final`, each message framed by markers:
+//   <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...
+// HarmonySplit takes that text as it streams (in any pieces) and hands back
+// what can be shown now, as reasoning and as content, without the markers.
+// The markers are whole tokens, but a caller may cut text anywhere: a tail
+// that could begin a marker is held until the next piece. Text that is not
+// Harmony (no header where one should be) is content as it is.
+#include <string>
+#include <string_view>
+
+namespace ss {
+
+class HarmonySplit {
+ public:
+  struct Parts {
+    std::string reasoning;  // analysis and commentary channels
+    std::string content;    // the final channel
+  };
+
+  Parts push(std::string_view text);
+  // The rest at the end of generation (an unfinished header is dropped).
+  Parts finish();
+
+ private:
+  enum class State { Header, Body };
+  void run(Parts& out, bool at_end);
+
+  State state_ = State::Header;  // the prompt ends with <|start|>assistant
+  bool final_ = false;           // the current message is the final channel
+  bool plain_ = false;           // not Harmony: everything is content
+  std::string pending_;          // bytes not yet classified
+};
+
+}  // namespace ss
