@@ -90,12 +90,7 @@ class ChatSession {
         write_text(text, out);
         return;
       }
-      HarmonySplit::Parts p = harmony->push(text);
-      if (done) {
-        const HarmonySplit::Parts rest = harmony->finish();
-        p.reasoning += rest.reasoning;
-        p.content += rest.content;
-      }
+      const HarmonySplit::Parts p = harmony->take(text, done);
       if (show_reasoning && !p.reasoning.empty()) write_text("\033[2m" + p.reasoning + "\033[0m", out);
       write_text(p.content, out);
     };

@@ -25,4 +25,13 @@ struct Cp {
 
 std::vector<Cp> code_points(std::string_view text);
 
+inline bool is_crlf(const Cp& c) { return c.cp == '\r' || c.cp == '\n'; }
+
+// \p{N}{1,max} at i: the end of the run of at most max numbers, or i.
+inline size_t numbers_end(const std::vector<Cp>& cps, size_t i, size_t max) {
+  size_t j = i;
+  while (j < cps.size() && j - i < max && cps[j].cls == Cls::Number) ++j;
+  return j;
+}
+
 }  // namespace ss::pretok

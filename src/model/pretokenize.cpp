@@ -1,6 +1,7 @@
 // Hand-written equivalents of the byte-level BPE pre-tokenizer regexes
-// (GPT-2, Llama-3, Qwen2, o200k, tekken, digits-first), so no regex engine
-// with \p{..} support is needed.
+// (GPT-2, Llama-3, Qwen2, seed-coder, o200k, tekken; the multi-regex ones are
+// in pretokenize_cascade.cpp), so no regex engine with \p{..} support is
+// needed.
 #include <cctype>
 
 #include "model/code_points.h"
@@ -11,10 +12,10 @@ namespace ss {
 using pretok::Cls;
 using pretok::code_points;
 using pretok::Cp;
+using pretok::is_crlf;
+using pretok::numbers_end;
 
 namespace {
-
-bool is_crlf(const Cp& c) { return c.cp == '\r' || c.cp == '\n'; }
 
 // " ?[^\s\p{L}\p{N}]+" then a run of characters `tail` accepts: its end,
 // or i when none starts at i.
@@ -103,12 +104,9 @@ std::vector<std::string> pretokenize_o200k(std::string_view text, bool tekken) {
       continue;
     }
     // 3. \p{N}{1,3} (tekken: \p{N})
-    if (cps[i].cls == Cls::Number) {
-      const size_t max = tekken ? 1 : 3;
-      size_t j = i;
-      while (j < n && j - i < max && cps[j].cls == Cls::Number) ++j;
-      emit(i, j);
-      i = j;
+    if (const size_t e = numbers_end(cps, i, tekken ? 1 : 3); e > i) {
+      emit(i, e);
+      i = e;
       continue;
     }
     // 4. " ?[^\s\p{L}\p{N}]+[\r\n/]*", 5. \s*[\r\n]+, 6./7. \s+(?!\S) then \s+
@@ -125,29 +123,10 @@ std::vector<std::string> pretokenize_o200k(std::string_view text, bool tekken) {
 }  // namespace
 
 std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
-  if (kind == PreTokenizer::Default || kind == PreTokenizer::DeepseekCoder) return pretokenize_cascade(text, kind);
+  if (kind == PreTokenizer::Default || kind == PreTokenizer::DeepseekCoder || kind == PreTokenizer::DigitsThenGpt2)
+    return pretokenize_cascade(text, kind);
   if (kind == PreTokenizer::Gpt4o || kind == PreTokenizer::Tekken)
     return pretokenize_o200k(text, kind == PreTokenizer::Tekken);
-  if (kind == PreTokenizer::DigitsThenGpt2) {
-    // llama.cpp's cascade: "\p{N}" splits first (matches and the text between
-    // them are pieces), then GPT-2's regex splits each piece between digits.
-    const std::vector<Cp> cps = code_points(text);
-    std::vector<std::string> out;
-    size_t run = 0;
-    auto flush = [&](size_t end) {
-      if (end <= run) return;
-      const size_t a = cps[run].begin, b = cps[end - 1].end;
-      for (auto& piece : pretokenize(text.substr(a, b - a), PreTokenizer::Gpt2)) out.push_back(std::move(piece));
-    };
-    for (size_t k = 0; k < cps.size(); ++k) {
-      if (cps[k].cls != Cls::Number) continue;
-      flush(k);
-      out.emplace_back(text.substr(cps[k].begin, cps[k].end - cps[k].begin));
-      run = k + 1;
-    }
-    flush(cps.size());
-    return out;
-  }
   const std::vector<Cp> cps = code_points(text);
   const size_t n = cps.size();
   std::vector<std::string> out;
@@ -194,12 +173,9 @@ std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind) {
         }
       }
       // 3. \p{N}{1,3} (Qwen2: single digits)
-      if (cps[i].cls == Cls::Number) {
-        const size_t max = kind == PreTokenizer::Qwen2 || seed ? 1 : 3;
-        size_t j = i;
-        while (j < n && j - i < max && cps[j].cls == Cls::Number) ++j;
-        emit(i, j);
-        i = j;
+      if (const size_t e = numbers_end(cps, i, kind == PreTokenizer::Qwen2 || seed ? 1 : 3); e > i) {
+        emit(i, e);
+        i = e;
         continue;
       }
       // 4. " ?[^\s\p{L}\p{N}]+[\r\n]*" (seed-coder: " ?[^\s\p{L}\p{N}\r\n]+"), 5. \s*[\r\n]+

@@ -1,4 +1,5 @@
-// Pre-tokenizers that llama.cpp runs as a list of regexes: the first splits
+// Pre-tokenizers that llama.cpp runs as a list of regexes (default,
+// deepseek-coder, and the digits-first family): the first splits
 // the text into its matches and the gaps between them, the next splits each
 // of those pieces the same way, and so on. Each regex here is a matcher that
 // says how long a match starting at a code point is (leftmost, greedy: the
@@ -82,18 +83,23 @@ std::vector<std::string> pretokenize_cascade(std::string_view text, PreTokenizer
   const std::vector<Cp> cps = pretok::code_points(text);
   std::vector<Span> spans;
   if (!cps.empty()) spans.push_back({0, cps.size()});
-  if (kind == PreTokenizer::DeepseekCoder) {
+  auto one = [](bool (*pred)(const Cp&)) -> Matcher {
+    return [pred](const std::vector<Cp>& c, size_t i, size_t) -> size_t { return pred(c[i]) ? 1 : 0; };
+  };
+  if (kind == PreTokenizer::DigitsThenGpt2) {
+    // \p{N} | GPT-2: every number alone, then GPT-2's regex between them
+    spans = split(cps, spans, one(is_number));
+    spans = split_gpt2(text, cps, spans);
+  } else if (kind == PreTokenizer::DeepseekCoder) {
     // [\r\n] | \s?\p{L}+ | \s?\p{P}+ | [一-龥ࠀ-一가-퟿]+ | \p{N}
-    spans = split(cps, spans, [](const std::vector<Cp>& c, size_t i, size_t) -> size_t {
-      return c[i].cp == '\r' || c[i].cp == '\n' ? 1 : 0;
-    });
+    spans = split(cps, spans, one(pretok::is_crlf));
     spans = split(cps, spans, run_of(is_letter, is_space));
     spans = split(cps, spans, run_of(is_punct, is_space));
     spans = split(cps, spans, run_of([](const Cp& c) {
                     return (c.cp >= 0x4E00 && c.cp <= 0x9FA5) || (c.cp >= 0x0800 && c.cp <= 0x4E00) ||
                            (c.cp >= 0xAC00 && c.cp <= 0xD7FF);
                   }));
-    spans = split(cps, spans, [](const std::vector<Cp>& c, size_t i, size_t) -> size_t { return is_number(c[i]); });
+    spans = split(cps, spans, one(is_number));
   } else {
     // [\p{P}\$\+<=>\^~\|]+ | GPT-2 | \p{N}+ | [0-9][0-9][0-9]
     spans = split(cps, spans, run_of([](const Cp& c) {

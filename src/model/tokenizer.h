@@ -58,8 +58,9 @@ class Detokenizer {
 
 // Splits text into pre-tokens as the GPT-2 / Llama-3 / Qwen2 regexes do.
 std::vector<std::string> pretokenize(std::string_view text, PreTokenizer kind);
-// The multi-regex pre-tokenizers (llama.cpp's "default" for BPE files and
-// deepseek-coder): each regex splits the pieces the previous one left.
+// The multi-regex pre-tokenizers (llama.cpp's "default" for BPE files,
+// deepseek-coder, digits-first): each regex splits the pieces the previous
+// one left.
 std::vector<std::string> pretokenize_cascade(std::string_view text, PreTokenizer kind);
 
 }  // namespace ss

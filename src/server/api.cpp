@@ -132,12 +132,7 @@ std::vector<json> chat_deltas(HarmonySplit* harmony, const std::string& text, bo
     if (!text.empty()) deltas.push_back(json{{"content", text}});
     return deltas;
   }
-  HarmonySplit::Parts p = harmony->push(text);
-  if (done) {
-    const HarmonySplit::Parts rest = harmony->finish();
-    p.reasoning += rest.reasoning;
-    p.content += rest.content;
-  }
+  const HarmonySplit::Parts p = harmony->take(text, done);
   if (!p.reasoning.empty()) deltas.push_back(json{{"reasoning_content", p.reasoning}});
   if (!p.content.empty()) deltas.push_back(json{{"content", p.content}});
   return deltas;

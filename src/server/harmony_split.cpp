@@ -49,6 +49,16 @@ HarmonySplit::Parts HarmonySplit::finish() {
   return out;
 }
 
+HarmonySplit::Parts HarmonySplit::take(std::string_view text, bool done) {
+  Parts out = push(text);
+  if (done) {
+    const Parts rest = finish();
+    out.reasoning += rest.reasoning;
+    out.content += rest.content;
+  }
+  return out;
+}
+
 void HarmonySplit::run(Parts& out, bool at_end) {
   while (!pending_.empty()) {
     if (plain_) {

@@ -22,6 +22,8 @@ class HarmonySplit {
   Parts push(std::string_view text);
   // The rest at the end of generation (an unfinished header is dropped).
   Parts finish();
+  // push(text), and with done also finish(): what a streaming caller shows.
+  Parts take(std::string_view text, bool done);
 
  private:
   enum class State { Header, Body };

@@ -13,12 +13,7 @@ const std::string kAnswer =
     "<|channel|>analysis<|message|>User says hi. Reply briefly.<|end|>"
     "<|start|>assistant<|channel|>final<|message|>Hello! How can I help?";
 
-HarmonySplit::Parts whole(const std::string& text) {
-  HarmonySplit s;
-  auto a = s.push(text);
-  auto b = s.finish();
-  return {a.reasoning + b.reasoning, a.content + b.content};
-}
+HarmonySplit::Parts whole(const std::string& text) { return HarmonySplit().take(text, /*done=*/true); }
 
 TEST(HarmonySplit, ReasoningAndAnswerWithoutMarkers) {
   const auto p = whole(kAnswer);
