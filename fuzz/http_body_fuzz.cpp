@@ -1,5 +1,10 @@
 // Completion request bodies as the server parses them, then rendered with
-// each chat template.
+// each chat template; whatever the parser accepts is a valid sampling setup
+// that the sampler runs without trapping.
+#include <cstdlib>
+#include <vector>
+
+#include "sample/sampler.h"
 #include "server/chat_template.h"
 #include "server/request_parse.h"
 
@@ -8,7 +13,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   ss::CompletionRequest r;
   ss::RequestError err;
-  if (ss::parse_completion_body(body, (data[0] & 1) != 0, data[0] >> 4, r, err) && r.chat) {
+  const bool parsed = ss::parse_completion_body(body, (data[0] & 1) != 0, data[0] >> 4, r, err);
+  if (parsed) {
+    if (!r.sampling.validate().ok() || r.logprobs < -1 || r.logprobs > ss::kMaxTopLogprobs) std::abort();
+    const std::vector<float> logits = {0.5f, -1.0f, 2.0f, 2.0f, 0.0f, -30.0f, 7.0f};
+    const std::vector<int32_t> history = {6, 2, 2, 9, 0};
+    ss::Sampler s(r.sampling);
+    const int32_t t = s.sample(logits, history);
+    if (t < 0 || t >= static_cast<int32_t>(logits.size())) std::abort();
+  }
+  if (parsed && r.chat) {
     for (auto fam : {ss::ChatFamily::Plain, ss::ChatFamily::Llama2, ss::ChatFamily::Llama3, ss::ChatFamily::ChatML,
                      ss::ChatFamily::Mistral, ss::ChatFamily::Zephyr})
       (void)ss::render_chat_turn(fam, r.messages, (data[0] & 2) != 0);

@@ -143,7 +143,11 @@ void add_sampling_flags(Flags& app, SamplingParams& s) {
   app.add("--top-p", s.top_p, "top-p (1 = off)").show_default();
   app.add("--min-p", s.min_p, "min-p (0 = off)").show_default();
   app.add("--repeat-penalty", s.repeat_penalty, "repetition penalty (1 = off)").show_default();
-  app.add("--repeat-last-n", s.repeat_last_n, "tokens the penalty looks back").show_default();
+  app.add("--repeat-last-n", s.repeat_last_n, "tokens the penalties look back").show_default();
+  app.add("--frequency-penalty", s.frequency_penalty, "subtracted per occurrence in the last repeat-last-n tokens")
+      .show_default();
+  app.add("--presence-penalty", s.presence_penalty, "subtracted once from tokens in the last repeat-last-n")
+      .show_default();
   app.add("--seed", s.seed, "random seed").show_default();
 }
 

@@ -284,14 +284,20 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids) const {
   return out + d.flush();
 }
 
+std::string Tokenizer::answer_bytes(int32_t id, bool first) const {
+  std::string bytes = token_bytes(id);
+  // SentencePiece-style vocabularies mark the word start with a space that
+  // is not part of the text.
+  if (first && !bytes.empty() && bytes[0] == ' ' && vocab_.kind != VocabKind::ByteLevel && vocab_.add_space_prefix)
+    bytes.erase(0, 1);
+  return bytes;
+}
+
 std::string Detokenizer::push(int32_t id) {
   std::string bytes = tok_->token_bytes(id);
   if (bytes.empty()) return {};
   if (at_start_) {
-    // SentencePiece-style vocabularies mark the word start with a space that
-    // is not part of the text.
-    if (tok_->vocab().kind != VocabKind::ByteLevel && tok_->vocab().add_space_prefix && bytes[0] == ' ')
-      bytes.erase(0, 1);
+    bytes = tok_->answer_bytes(id, true);
     at_start_ = false;
   }
   return buf_.push(bytes);

@@ -24,6 +24,9 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
   // Raw bytes of one token (control tokens give ""; byte tokens their byte).
   std::string token_bytes(int32_t id) const;
+  // The token's bytes as a generated answer shows them: the first token
+  // with text loses SentencePiece's word-start space, which is not text.
+  std::string answer_bytes(int32_t id, bool first) const;
   // Whole-sequence decode (leading space after BOS stripped, like SentencePiece).
   std::string decode(const std::vector<int32_t>& ids) const;
   const Vocab& vocab() const { return vocab_; }
@@ -43,10 +46,12 @@ class Tokenizer {
 };
 
 // Turns a stream of generated ids into text: strips the space SentencePiece
-// puts before the first word, and holds back incomplete UTF-8.
+// puts before the first word of a text, and holds back incomplete UTF-8.
+// at_text_start false: the ids continue a text shown elsewhere (a completion
+// of a prompt), so a first word's space is real and kept.
 class Detokenizer {
  public:
-  explicit Detokenizer(const Tokenizer& tok) : tok_(&tok) {}
+  explicit Detokenizer(const Tokenizer& tok, bool at_text_start = true) : tok_(&tok), at_start_(at_text_start) {}
   std::string push(int32_t id);
   std::string flush() { return buf_.flush(); }
 

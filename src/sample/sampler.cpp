@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace ss {
 
@@ -12,6 +12,10 @@ Status SamplingParams::validate() const {
   if (!(min_p >= 0) || min_p > 1) return make_error("min_p must be in [0, 1]");
   if (!(repeat_penalty > 0) || !std::isfinite(repeat_penalty)) return make_error("repeat_penalty must be > 0");
   if (repeat_last_n < 0) return make_error("repeat_last_n must be >= 0");
+  if (!std::isfinite(frequency_penalty) || !std::isfinite(presence_penalty))
+    return make_error("frequency and presence penalties must be finite");
+  for (const auto& [id, bias] : logit_bias)
+    if (id < 0 || !std::isfinite(bias)) return make_error("logit_bias needs ids >= 0 and finite biases");
   return ok_status();
 }
 
@@ -27,14 +31,18 @@ Sampler::Sampler(const SamplingParams& p) : p_(p), rng_(p.seed) {}
 int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   cands_.resize(logits.size());
   for (size_t i = 0; i < logits.size(); ++i) cands_[i] = {static_cast<int32_t>(i), logits[i]};
-  if (p_.repeat_penalty != 1.0f && p_.repeat_last_n > 0) {
-    std::unordered_set<int32_t> recent;
+  for (const auto& [id, bias] : p_.logit_bias)
+    if (static_cast<size_t>(id) < cands_.size()) cands_[static_cast<size_t>(id)].logit += bias;
+  const bool penalize = p_.repeat_penalty != 1.0f || p_.frequency_penalty != 0 || p_.presence_penalty != 0;
+  if (penalize && p_.repeat_last_n > 0) {
+    std::unordered_map<int32_t, int> count;
     const size_t n = std::min(history.size(), static_cast<size_t>(p_.repeat_last_n));
-    for (size_t i = history.size() - n; i < history.size(); ++i) recent.insert(history[i]);
-    for (int32_t id : recent) {
+    for (size_t i = history.size() - n; i < history.size(); ++i) ++count[history[i]];
+    for (const auto& [id, c] : count) {
       if (id < 0 || static_cast<size_t>(id) >= cands_.size()) continue;
       float& l = cands_[static_cast<size_t>(id)].logit;
       l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
+      l -= static_cast<float>(c) * p_.frequency_penalty + p_.presence_penalty;
     }
   }
   if (p_.temperature <= 0) {

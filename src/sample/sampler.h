@@ -1,11 +1,13 @@
 #pragma once
-// Token sampling as a chain like llama.cpp's: repetition penalty -> top-k ->
-// top-p -> min-p -> temperature -> draw. temperature <= 0 is greedy (argmax,
-// lowest id on ties).
+// Token sampling as a chain like llama.cpp's: logit bias -> penalties
+// (repetition, frequency, presence over the last repeat_last_n tokens) ->
+// top-k -> top-p -> min-p -> temperature -> draw. temperature <= 0 is greedy
+// (argmax after bias and penalties, lowest id on ties).
 #include <cstdint>
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "util/result.h"
@@ -19,6 +21,14 @@ struct SamplingParams {
   float min_p = 0.05f;          // <= 0: off
   float repeat_penalty = 1.0f;  // 1: off
   int repeat_last_n = 64;
+  // OpenAI's penalties with llama.cpp's reach: a token seen c > 0 times in
+  // the last repeat_last_n tokens loses c * frequency + presence (0: off).
+  float frequency_penalty = 0;
+  float presence_penalty = 0;
+  // Added to raw logits before anything else (OpenAI's logit_bias; -100
+  // all but bans a token). Ids are checked against the vocabulary by the
+  // caller, which knows it; out-of-range ids are ignored here.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0;
 
   Status validate() const;

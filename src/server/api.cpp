@@ -147,10 +147,60 @@ json chat_message(const std::string& text, bool harmony) {
   return message;
 }
 
-json Generation::envelope(const json& content, const json& finish, bool stream_chunk) const {
+std::string Generation::token_text(int32_t id, bool first) const {
+  // Control tokens have no text in the answer; as alternatives they are
+  // shown by name ("</s>", "<|im_end|>").
+  const Vocab& v = tok_->vocab();
+  if (id >= 0 && id < v.size() && v.types[static_cast<size_t>(id)] == TokenType::Control)
+    return v.pieces[static_cast<size_t>(id)];
+  return tok_->answer_bytes(id, first);
+}
+
+json Generation::take_logprobs() const {
+  std::vector<TokenLogprob> lps;
+  {
+    std::lock_guard<std::mutex> lk(req->mu);
+    lps.swap(req->pending_logprobs);
+  }
+  auto bytes = [](const std::string& t) {
+    json b = json::array();
+    for (unsigned char c : t) b.push_back(c);
+    return b;
+  };
+  json content = json::array(), tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array();
+  for (const TokenLogprob& lp : lps) {
+    // The concatenated tokens are the answer's text: the first with text
+    // shows it as the answer does (no SentencePiece word-start space).
+    const bool first = !answer_started_;
+    if (!tok_->token_bytes(lp.id).empty()) answer_started_ = true;
+    const std::string text = token_text(lp.id, first);
+    if (chat_) {
+      json top = json::array();
+      for (const auto& [id, l] : lp.top) {
+        const std::string t = token_text(id, first);
+        top.push_back({{"token", t}, {"logprob", l}, {"bytes", bytes(t)}});
+      }
+      content.push_back({{"token", text}, {"logprob", lp.logprob}, {"bytes", bytes(text)}, {"top_logprobs", top}});
+      continue;
+    }
+    tokens.push_back(text);
+    token_logprobs.push_back(lp.logprob);
+    json top = json::object();
+    for (const auto& [id, l] : lp.top) {
+      const std::string t = token_text(id, first);
+      if (!top.contains(t)) top[t] = l;  // two ids with one text: the likelier (listed first)
+    }
+    top_logprobs.push_back(top);
+  }
+  if (chat_) return {{"content", content}, {"refusal", nullptr}};
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}};
+}
+
+json Generation::envelope(const json& content, const json& finish, bool stream_chunk, const json& logprobs) const {
   json choice = {{"index", 0}, {"finish_reason", finish}};
   // Chat: a delta per chunk, a message at the end; completions: text.
   choice[chat_ ? (stream_chunk ? "delta" : "message") : "text"] = content;
+  if (logprobs_) choice["logprobs"] = logprobs;
   return {{"id", id_},
           {"object", chat_ ? (stream_chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
           {"created", created_},
@@ -158,8 +208,9 @@ json Generation::envelope(const json& content, const json& finish, bool stream_c
           {"choices", json::array({choice})}};
 }
 
-std::string Generation::chunk(const json& delta_or_text, const json& finish, bool with_usage) const {
-  json j = envelope(delta_or_text, finish, true);
+std::string Generation::chunk(const json& delta_or_text, const json& finish, bool with_usage,
+                              const json& logprobs) const {
+  json j = envelope(delta_or_text, finish, true, logprobs);
   if (with_usage) {
     j["usage"] = usage();
     std::lock_guard<std::mutex> lk(req->mu);
@@ -179,11 +230,18 @@ std::string Generation::events(const std::string& text, bool done) {
     sent_role_ = true;
     out += chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false);
   }
-  if (chat_) {
-    for (const json& delta : chat_deltas(harmony_.get(), text, done)) out += chunk(delta, nullptr, false);
-  } else if (!text.empty()) {
-    out += chunk(text, nullptr, false);
-  }
+  std::vector<json> pieces;  // this call's deltas (chat) or text (completions)
+  if (chat_)
+    pieces = chat_deltas(harmony_.get(), text, done);
+  else if (!text.empty())
+    pieces.push_back(text);
+  // Log-probabilities ride on the last chunk with text, or on the final one;
+  // a token whose text is still held back (a possible stop string) may
+  // arrive one chunk before its text.
+  json lp = nullptr;
+  if (logprobs_ && (!pieces.empty() || done)) lp = take_logprobs();
+  for (size_t i = 0; i < pieces.size(); ++i)
+    out += chunk(pieces[i], nullptr, false, i + 1 == pieces.size() ? lp : json());
   if (done) {
     std::string reason, error;
     {
@@ -192,7 +250,7 @@ std::string Generation::events(const std::string& text, bool done) {
       error = req->error;
     }
     if (reason == "error") return out + error_events(error);
-    out += chunk(chat_ ? json::object() : json(""), reason, true);
+    out += chunk(chat_ ? json::object() : json(""), reason, true, pieces.empty() ? lp : json());
     out += "data: [DONE]\n\n";
   }
   return out;
@@ -206,7 +264,8 @@ HttpReply Generation::final_reply(const std::string& text) const {
     persist_error = req->persist_error;
   }
   if (reason == "error") return refusal();
-  json body = envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(text), reason, false);
+  json body = envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(text), reason, false,
+                       logprobs_ ? take_logprobs() : json());
   body["usage"] = usage();
   if (!session_id_.empty()) body["session_id"] = session_id_;
   HttpReply r;
@@ -314,6 +373,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   gr->max_tokens = cr.max_tokens;
   gr->stop = cr.stop;
   gr->ignore_eos = cr.ignore_eos;
+  gr->logprobs = cr.logprobs;
   const std::string sid = cr.session_id.empty() ? r.header("X-Session-Id") : cr.session_id;
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
@@ -337,6 +397,9 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     g->created_ = now_s();
     g->model_ = opts_.model_name;
     g->session_id_ = sid;
+    g->tok_ = &sched_.tokenizer();
+    g->logprobs_ = cr.logprobs >= 0;
+    g->answer_started_ = !gr->answer_starts_text;
     return g;
   };
   // A retried turn whose first attempt was saved (its reply lost with its
@@ -377,6 +440,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
   } else {
     gr->tokens = tok.encode(cr.prompt, first_turn && vocab.add_bos);
+    gr->answer_starts_text = first_turn && cr.prompt.empty();
   }
   if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
     return {error_reply({400,

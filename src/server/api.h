@@ -89,9 +89,22 @@ class Generation {
  private:
   friend class Api;
   // id, object, created, model and the one choice, for a chunk or the whole answer.
-  nlohmann::json envelope(const nlohmann::json& content, const nlohmann::json& finish, bool stream_chunk) const;
-  std::string chunk(const nlohmann::json& delta_or_text, const nlohmann::json& finish, bool with_usage) const;
+  nlohmann::json envelope(const nlohmann::json& content, const nlohmann::json& finish, bool stream_chunk,
+                          const nlohmann::json& logprobs = nullptr) const;
+  std::string chunk(const nlohmann::json& delta_or_text, const nlohmann::json& finish, bool with_usage,
+                    const nlohmann::json& logprobs = nullptr) const;
   nlohmann::json usage() const;
+  // The tokens' log-probabilities produced since the last call, in OpenAI's
+  // shape for this endpoint (chat: content entries; completions: the
+  // legacy tokens / token_logprobs / top_logprobs lists).
+  nlohmann::json take_logprobs() const;
+  // A token's text as the answer shows it (first: no text shown before it).
+  std::string token_text(int32_t id, bool first) const;
+  const Tokenizer* tok_ = nullptr;
+  bool logprobs_ = false;
+  // Text precedes the next logprobs entry (an entry with text went out, or
+  // the answer continues a prompt): no SentencePiece word-start space to drop.
+  mutable bool answer_started_ = false;
   bool chat_ = false;
   // gpt-oss chats: the analysis channel goes out as reasoning_content, the
   // final channel as content (as llama.cpp's server and OpenAI's API do).

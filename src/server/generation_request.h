@@ -12,9 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "sample/logprobs.h"
 #include "sample/sampler.h"
 
 namespace ss {
+
+// The sampling penalties look back at most this many tokens (repeat_last_n):
+// the scheduler keeps that much of each request's history.
+inline constexpr int kMaxPenaltyWindow = 256;
 
 struct GenerationRequest {
   std::vector<int32_t> tokens;  // new tokens to prefill
@@ -22,6 +27,11 @@ struct GenerationRequest {
   int64_t max_tokens = -1;  // -1: until EOS or a stop string
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  int logprobs = -1;       // -1: none; else each token's log-probability and this many alternatives
+  // A chat answer, or a completion of an empty first prompt, starts a text:
+  // SentencePiece's word-start space before its first word is not shown.
+  // A completion continues its prompt, so that space is part of its text.
+  bool answer_starts_text = true;
   std::string session_id;  // empty: a one-off sequence
   // Held for the turn when replicas share the state directory
   // (server/session_lease.h); released once the turn is saved.
@@ -36,6 +46,9 @@ struct GenerationRequest {
   std::mutex mu;
   std::condition_variable cv;
   std::string pending_text;  // produced, not yet taken by the HTTP side
+  // With logprobs: one entry per generated token (end-of-generation tokens
+  // excluded), not yet taken; the HTTP side takes them with the text.
+  std::vector<TokenLogprob> pending_logprobs;
   bool finished = false;
   std::string finish_reason;  // stop | length | cancelled | error
   std::string error;

@@ -1,5 +1,7 @@
 #include "server/request_parse.h"
 
+#include <charconv>
+#include <climits>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -11,32 +13,113 @@ namespace {
 
 using nlohmann::json;
 
+// OpenAI's logit_bias: {"token id": bias in [-100, 100]}, at most 300
+// entries. Ids are checked against the vocabulary at submission.
+std::string parse_logit_bias(const json& j, SamplingParams& s) {
+  if (!j.contains("logit_bias") || j["logit_bias"].is_null()) return "";
+  const json& b = j["logit_bias"];
+  if (!b.is_object()) return "'logit_bias' must be an object of token id -> bias";
+  if (b.size() > 300) return "'logit_bias' has more than 300 entries";
+  for (const auto& [key, value] : b.items()) {
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id > INT32_MAX)
+      return "'logit_bias' keys must be token ids (non-negative integers), not '" + key + "'";
+    if (!value.is_number()) return "'logit_bias' values must be numbers";
+    const double v = value.get<double>();
+    if (!(v >= -100 && v <= 100)) return "'logit_bias' values must be in [-100, 100]";
+    s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(v));
+  }
+  return "";
+}
+
+// Chat: logprobs (bool) and top_logprobs (0-20, only with logprobs);
+// completions: logprobs as the number of alternatives (0-20). -1: off.
+std::string parse_logprobs(const json& j, bool chat, int& out) {
+  out = -1;
+  const bool has = j.contains("logprobs") && !j["logprobs"].is_null();
+  const bool has_top = j.contains("top_logprobs") && !j["top_logprobs"].is_null();
+  const std::string range = "[0, " + std::to_string(kMaxTopLogprobs) + "]";
+  if (chat) {
+    if (has && !j["logprobs"].is_boolean()) return "'logprobs' must be a boolean";
+    const bool on = has && j["logprobs"].get<bool>();
+    if (has_top) {
+      if (!on) return "'top_logprobs' needs 'logprobs': true";
+      if (!j["top_logprobs"].is_number_integer()) return "'top_logprobs' must be an integer";
+      const int64_t n = j["top_logprobs"].get<int64_t>();
+      if (n < 0 || n > kMaxTopLogprobs) return "'top_logprobs' must be in " + range;
+      out = static_cast<int>(n);
+    } else if (on) {
+      out = 0;
+    }
+    return "";
+  }
+  if (has_top) return "'top_logprobs' is a chat field; completions take 'logprobs': N";
+  if (!has) return "";
+  if (!j["logprobs"].is_number_integer()) return "'logprobs' must be an integer (alternatives per token)";
+  const int64_t n = j["logprobs"].get<int64_t>();
+  if (n < 0 || n > kMaxTopLogprobs) return "'logprobs' must be in " + range;
+  out = static_cast<int>(n);
+  return "";
+}
+
 // Fields shared by both completion endpoints; returns an error message or "".
 std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream) {
+  auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
   auto num = [&](const char* k, double lo, double hi, double& out) -> std::string {
-    if (!j.contains(k) || j[k].is_null()) return "";
+    if (!given(k)) return "";
     if (!j[k].is_number()) return std::string("'") + k + "' must be a number";
     out = j[k].get<double>();
     if (!(out >= lo && out <= hi)) return std::string("'") + k + "' is out of range";
     return "";
   };
-  double temp = 1.0, top_p = 1.0;
+  auto integer = [&](const char* k, int64_t lo, int64_t hi, int64_t& out) -> std::string {
+    if (!given(k)) return "";
+    if (!j[k].is_number_integer()) return std::string("'") + k + "' must be an integer";
+    out = j[k].get<int64_t>();
+    if (out < lo || out > hi)
+      return std::string("'") + k + "' must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    return "";
+  };
+  SamplingParams& s = r.sampling;
+  // OpenAI's defaults (no top-k / min-p filter, no penalty) unless asked:
+  // the llama.cpp / vLLM extensions top_k, min_p, repeat_penalty
+  // (repetition_penalty) and repeat_last_n are read too.
+  double temp = 1.0, top_p = 1.0, min_p = 0, repeat = 1, freq = 0, presence = 0;
+  int64_t top_k = 0, last_n = s.repeat_last_n;
   if (auto e = num("temperature", 0, 2, temp); !e.empty()) return e;
   if (auto e = num("top_p", 0, 1, top_p); !e.empty()) return e;
   if (top_p <= 0) return "'top_p' must be > 0";
-  r.sampling.temperature = static_cast<float>(temp);
-  r.sampling.top_p = static_cast<float>(top_p);
-  r.sampling.top_k = 0;
-  r.sampling.min_p = 0;
-  r.sampling.seed = std::random_device{}();
-  if (j.contains("seed") && !j["seed"].is_null()) {
+  if (auto e = integer("top_k", -1, INT32_MAX, top_k); !e.empty()) return e;
+  if (auto e = num("min_p", 0, 1, min_p); !e.empty()) return e;
+  if (given("repeat_penalty") && given("repetition_penalty"))
+    return "give 'repeat_penalty' or 'repetition_penalty', not both";
+  const char* repeat_key = given("repetition_penalty") ? "repetition_penalty" : "repeat_penalty";
+  if (auto e = num(repeat_key, 0, 10, repeat); !e.empty()) return e;
+  if (repeat <= 0) return std::string("'") + repeat_key + "' must be > 0";
+  if (auto e = integer("repeat_last_n", 0, kMaxPenaltyWindow, last_n); !e.empty()) return e;
+  if (auto e = num("frequency_penalty", -2, 2, freq); !e.empty()) return e;
+  if (auto e = num("presence_penalty", -2, 2, presence); !e.empty()) return e;
+  s.temperature = static_cast<float>(temp);
+  s.top_p = static_cast<float>(top_p);
+  s.top_k = static_cast<int>(std::max<int64_t>(top_k, 0));
+  s.min_p = static_cast<float>(min_p);
+  s.repeat_penalty = static_cast<float>(repeat);
+  s.repeat_last_n = static_cast<int>(last_n);
+  s.frequency_penalty = static_cast<float>(freq);
+  s.presence_penalty = static_cast<float>(presence);
+  if (auto e = parse_logit_bias(j, s); !e.empty()) return e;
+  s.seed = std::random_device{}();
+  if (given("seed")) {
     if (!j["seed"].is_number_integer()) return "'seed' must be an integer";
-    r.sampling.seed = static_cast<uint64_t>(j["seed"].get<int64_t>());
+    s.seed = static_cast<uint64_t>(j["seed"].get<int64_t>());
   }
-  if (j.contains("max_tokens") && !j["max_tokens"].is_null()) {
-    if (!j["max_tokens"].is_number_integer()) return "'max_tokens' must be an integer";
-    r.max_tokens = j["max_tokens"].get<int64_t>();
-    if (r.max_tokens < 0) return "'max_tokens' must be >= 0";
+  // max_completion_tokens is OpenAI's newer name; it wins where both are sent.
+  const char* max_key = given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  if (given(max_key)) {
+    if (!j[max_key].is_number_integer()) return std::string("'") + max_key + "' must be an integer";
+    r.max_tokens = j[max_key].get<int64_t>();
+    if (r.max_tokens < 0) return std::string("'") + max_key + "' must be >= 0";
   }
   if (max_tokens_limit > 0 && (r.max_tokens < 0 || r.max_tokens > max_tokens_limit)) r.max_tokens = max_tokens_limit;
   if (j.contains("stop") && !j["stop"].is_null()) {
@@ -105,6 +188,14 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
   GenerationRequest gr;
   if (auto e = parse_common(j, gr, max_tokens_limit, out.stream); !e.empty()) {
     err = {e, ""};
+    return false;
+  }
+  if (auto e = parse_logprobs(j, chat, out.logprobs); !e.empty()) {
+    err = {e, chat ? "top_logprobs" : "logprobs"};
+    return false;
+  }
+  if (!chat && j.contains("echo") && !j["echo"].is_null() && !(j["echo"].is_boolean() && !j["echo"].get<bool>())) {
+    err = {"'echo' is not supported: the prompt is not returned (nor scored)", "echo"};
     return false;
   }
   out.chat = chat;

@@ -20,7 +20,13 @@ struct CompletionRequest {
   bool stream = false;
   bool ignore_eos = false;  // generate past end-of-sequence (benchmarks, tests; as llama.cpp's server)
   std::string session_id;   // from the body; empty if absent
+  // -1: no log-probabilities; else each token's and its `logprobs` best
+  // alternatives (chat: logprobs true + top_logprobs; completions: logprobs N).
+  int logprobs = -1;
 };
+
+// The most alternatives a request may ask for per token (OpenAI's 20).
+inline constexpr int kMaxTopLogprobs = 20;
 
 struct RequestError {
   std::string message;

@@ -58,6 +58,12 @@ void Scheduler::wake() { cv_.notify_all(); }
 HttpRefusal Scheduler::submit(std::shared_ptr<GenerationRequest> req) {
   for (int32_t t : req->tokens)
     if (t < 0 || t >= model_->config.n_vocab) return HttpError{400, "token id out of range", "prompt"};
+  for (const auto& [id, bias] : req->sampling.logit_bias)
+    if (id < 0 || id >= model_->config.n_vocab)
+      return HttpError{400,
+                       "logit_bias token id " + std::to_string(id) + " is not in the vocabulary (0-" +
+                           std::to_string(model_->config.n_vocab - 1) + ")",
+                       "logit_bias"};
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_) return HttpError{503, "server is shutting down", "", 5};
   if (static_cast<int>(queue_.size()) >= opts_.max_queue) {
@@ -253,9 +259,10 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
   }
   req->prompt_tokens = static_cast<int64_t>(a.feed.size());
   a.sampler.emplace(req->sampling);
-  a.detok.emplace(tokenizer_);
+  a.detok.emplace(tokenizer_, req->answer_starts_text);
   a.out.emplace(req->stop);
-  a.history.assign(a.feed.end() - std::min<ptrdiff_t>(static_cast<ptrdiff_t>(a.feed.size()), 64), a.feed.end());
+  a.history.assign(a.feed.end() - std::min<ptrdiff_t>(static_cast<ptrdiff_t>(a.feed.size()), kMaxPenaltyWindow),
+                   a.feed.end());
   try_share_sinks(a);
   {
     std::lock_guard<std::mutex> lk(a.req->mu);
@@ -371,7 +378,8 @@ void Scheduler::step() {
     const int32_t tok = a.sampler->sample(logits[i], a.history);
     a.last = tok;
     a.history.push_back(tok);
-    if (a.history.size() > 256) a.history.erase(a.history.begin(), a.history.begin() + 128);
+    if (a.history.size() > 2 * kMaxPenaltyWindow)
+      a.history.erase(a.history.begin(), a.history.begin() + kMaxPenaltyWindow);
     {
       std::lock_guard<std::mutex> lk(r.mu);
       ++r.completion_tokens;
@@ -379,6 +387,11 @@ void Scheduler::step() {
     if (!r.ignore_eos && model_->vocab.is_eog(tok)) {
       finish(a, "stop");
       continue;
+    }
+    if (r.logprobs >= 0) {
+      TokenLogprob lp = token_logprob(logits[i], tok, r.logprobs);
+      std::lock_guard<std::mutex> lk(r.mu);
+      r.pending_logprobs.push_back(std::move(lp));
     }
     if (a.out->push(a.detok->push(tok))) {
       a.detok.reset();  // text after the stop string is dropped

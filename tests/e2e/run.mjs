@@ -44,6 +44,35 @@ await check('openai client streams a chat completion', async () => {
   assert.equal(full.usage.completion_tokens, 30);
 });
 
+await check('openai client: logprobs, penalties, logit_bias, max_completion_tokens', async () => {
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
+  const model = (await client.models.list()).data[0].id;
+  const chat = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'Once upon a time' }], max_completion_tokens: 8, temperature: 0,
+    logprobs: true, top_logprobs: 3, frequency_penalty: 0.5, presence_penalty: 0.25,
+  });
+  const entries = chat.choices[0].logprobs.content;
+  assert.equal(entries.length, 8);
+  assert.equal(entries.map((e) => e.token).join(''), chat.choices[0].message.content);
+  for (const e of entries) {
+    assert.ok(e.logprob <= 0 && e.top_logprobs.length === 3, JSON.stringify(e));
+    assert.deepEqual(e.bytes, [...Buffer.from(e.token)]);
+  }
+  const stream = await client.completions.create({
+    model, prompt: 'Once upon a time', max_tokens: 6, temperature: 0, logprobs: 2, stream: true,
+  });
+  const tokens = [];
+  let text = '';
+  for await (const chunk of stream) {
+    text += chunk.choices[0]?.text ?? '';
+    tokens.push(...(chunk.choices[0]?.logprobs?.tokens ?? []));
+  }
+  assert.equal(tokens.length, 6);
+  assert.equal(tokens.join(''), text);
+  // An id past the vocabulary is a 400 the client raises (banning and forcing: openai_fields_test.cpp).
+  await assert.rejects(client.completions.create({ model, prompt: 'a', logit_bias: { 100000: -100 } }), /400/);
+});
+
 await check('web page streams answers and keeps its session', async () => {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',

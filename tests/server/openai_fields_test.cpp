@@ -1,0 +1,282 @@
+// OpenAI's sampling and log-probability fields end to end: request parsing
+// (types, ranges, aliases), logprobs against the engine's own scoring of the
+// same tokens, streams against whole answers, logit_bias and penalties.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "runtime/scoring.h"
+#include "runtime_helpers.h"
+#include "server/request_parse.h"
+#include "server_fixture.h"
+
+namespace ss {
+namespace {
+
+using nlohmann::json;
+
+CompletionRequest parse_ok(const json& body, bool chat) {
+  CompletionRequest cr;
+  RequestError err;
+  EXPECT_TRUE(parse_completion_body(body.dump(), chat, 0, cr, err)) << body.dump() << ": " << err.message;
+  return cr;
+}
+
+std::string parse_error(const json& body, bool chat) {
+  CompletionRequest cr;
+  RequestError err;
+  if (parse_completion_body(body.dump(), chat, 0, cr, err)) return "";
+  return err.message;
+}
+
+const json kChat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+const json kText = {{"prompt", "hi"}};
+
+json with(json b, const json& extra) {
+  b.update(extra);
+  return b;
+}
+
+TEST(OpenAiFields, DefaultsAreOpenAisAndExtensionsAreRead) {
+  const CompletionRequest d = parse_ok(kText, false);
+  EXPECT_EQ(d.sampling.top_k, 0);
+  EXPECT_EQ(d.sampling.min_p, 0.0f);
+  EXPECT_EQ(d.sampling.repeat_penalty, 1.0f);
+  EXPECT_EQ(d.sampling.frequency_penalty, 0.0f);
+  EXPECT_EQ(d.logprobs, -1);
+  EXPECT_EQ(d.max_tokens, -1);
+  const CompletionRequest e = parse_ok(with(kText, {{"top_k", 5},
+                                                    {"min_p", 0.1},
+                                                    {"repetition_penalty", 1.3},
+                                                    {"repeat_last_n", 256},
+                                                    {"frequency_penalty", -0.5},
+                                                    {"presence_penalty", 1.5},
+                                                    {"logit_bias", {{"7", -100}, {"12", 2.5}}},
+                                                    {"max_tokens", 9},
+                                                    {"max_completion_tokens", 3}}),
+                                       false);
+  EXPECT_EQ(e.sampling.top_k, 5);
+  EXPECT_FLOAT_EQ(e.sampling.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(e.sampling.repeat_penalty, 1.3f);
+  EXPECT_EQ(e.sampling.repeat_last_n, 256);
+  EXPECT_FLOAT_EQ(e.sampling.frequency_penalty, -0.5f);
+  EXPECT_FLOAT_EQ(e.sampling.presence_penalty, 1.5f);
+  ASSERT_EQ(e.sampling.logit_bias.size(), 2u);
+  EXPECT_EQ(e.max_tokens, 3);                                                  // max_completion_tokens wins
+  EXPECT_EQ(parse_ok(with(kText, {{"top_k", -1}}), false).sampling.top_k, 0);  // vLLM's "off"
+  EXPECT_EQ(parse_ok(with(kText, {{"repeat_penalty", 1.1}}), false).sampling.repeat_penalty, 1.1f);
+}
+
+TEST(OpenAiFields, LogprobsAreABooleanInChatAndACountInCompletions) {
+  EXPECT_EQ(parse_ok(with(kChat, {{"logprobs", true}}), true).logprobs, 0);
+  EXPECT_EQ(parse_ok(with(kChat, {{"logprobs", true}, {"top_logprobs", 20}}), true).logprobs, 20);
+  EXPECT_EQ(parse_ok(with(kChat, {{"logprobs", false}}), true).logprobs, -1);
+  EXPECT_EQ(parse_ok(with(kText, {{"logprobs", 0}}), false).logprobs, 0);
+  EXPECT_EQ(parse_ok(with(kText, {{"logprobs", 5}}), false).logprobs, 5);
+  EXPECT_EQ(parse_ok(with(kText, {{"logprobs", nullptr}, {"echo", false}}), false).logprobs, -1);
+  for (const json& bad : {with(kChat, {{"top_logprobs", 2}}), with(kChat, {{"logprobs", true}, {"top_logprobs", 21}}),
+                          with(kChat, {{"logprobs", 1}}), with(kChat, {{"logprobs", true}, {"top_logprobs", "2"}})})
+    EXPECT_NE(parse_error(bad, true), "") << bad.dump();
+  for (const json& bad :
+       {with(kText, {{"logprobs", true}}), with(kText, {{"logprobs", -1}}), with(kText, {{"logprobs", 21}}),
+        with(kText, {{"top_logprobs", 1}}), with(kText, {{"echo", true}})})
+    EXPECT_NE(parse_error(bad, false), "") << bad.dump();
+}
+
+TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
+  const json bad[] = {
+      {{"top_k", 1.5}},
+      {{"top_k", -2}},
+      {{"min_p", 1.5}},
+      {{"min_p", "0.1"}},
+      {{"repeat_penalty", 0}},
+      {{"repetition_penalty", -1}},
+      {{"repeat_penalty", 1.1}, {"repetition_penalty", 1.1}},
+      {{"repeat_last_n", 257}},
+      {{"repeat_last_n", -1}},
+      {{"frequency_penalty", 2.5}},
+      {{"presence_penalty", -3}},
+      {{"logit_bias", {{"5", 101}}}},
+      {{"logit_bias", {{"-5", 1}}}},
+      {{"logit_bias", {{"5x", 1}}}},
+      {{"logit_bias", {{"", 1}}}},
+      {{"logit_bias", {{"99999999999", 1}}}},
+      {{"logit_bias", {{"5", "1"}}}},
+      {{"logit_bias", json::array({1, 2})}},
+      {{"max_completion_tokens", -1}},
+      {{"max_completion_tokens", 2.5}},
+  };
+  for (const json& b : bad) EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
+  json many = json::object();
+  for (int i = 0; i < 301; ++i) many[std::to_string(i)] = 1;
+  EXPECT_NE(parse_error(with(kText, {{"logit_bias", many}}), false), "");
+}
+
+// Every generated token's logprob is the model's log-softmax at that step:
+// the engine scoring prompt + answer in one dense pass is the oracle
+// (positions stay under the server's 64-token window, so sinks = dense).
+TEST(OpenAiFields, LogprobsEqualTheEnginesScoringOfTheSameTokens) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  const std::string prompt = "Once upon a time";
+  const int n = 24, top = 3;
+  int status = 0;
+  const json r = test::post(c, "/v1/completions",
+                            {{"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}, {"logprobs", top}}, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& lp = r["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), static_cast<size_t>(n));
+
+  Tokenizer tok(model->vocab);
+  const std::vector<int32_t> prompt_ids = tok.encode(prompt, model->vocab.add_bos);
+  EngineOptions eo;
+  eo.kv_blocks = 64;
+  Engine e(model, eo);
+  const std::vector<int32_t> answer = test::greedy(e, KvPolicy::dense(), prompt_ids, n);
+  std::vector<int32_t> all = prompt_ids;
+  all.insert(all.end(), answer.begin(), answer.end());
+  auto nll = score_tokens(e, all, StreamMode::cached(KvPolicy::dense()));
+  ASSERT_TRUE(nll.ok());
+  std::string joined;
+  for (int i = 0; i < n; ++i) {
+    const std::string text = lp["tokens"][i].get<std::string>();
+    EXPECT_EQ(text, tok.token_bytes(answer[static_cast<size_t>(i)])) << i;
+    joined += text;
+    const double got = lp["token_logprobs"][i].get<double>();
+    EXPECT_NEAR(got, -nll.value()[prompt_ids.size() - 1 + static_cast<size_t>(i)], 1e-4) << i;
+    const json& alts = lp["top_logprobs"][i];
+    ASSERT_GE(alts.size(), 1u);
+    ASSERT_LE(alts.size(), static_cast<size_t>(top));
+    double best = -INFINITY, mass = 0;
+    for (const auto& [t, v] : alts.items()) {
+      best = std::max(best, v.get<double>());
+      mass += std::exp(v.get<double>());
+    }
+    EXPECT_EQ(best, got) << i;  // greedy: the pick is the likeliest
+    EXPECT_EQ(alts[text].get<double>(), got) << i;
+    EXPECT_LE(mass, 1.0 + 1e-6);
+  }
+  EXPECT_EQ(joined, r["choices"][0]["text"].get<std::string>());
+}
+
+std::vector<json> sse_chunks(const std::string& raw) {
+  std::vector<json> out;
+  std::istringstream in(raw);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("data: {", 0) == 0) out.push_back(json::parse(line.substr(6)));
+  return out;
+}
+
+TEST(OpenAiFields, StreamedLogprobsAreTheWholeAnswersInOrder) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  // A stop string holds text back, so some tokens' logprobs arrive before their text.
+  json body = {{"messages", {{{"role", "user"}, {"content", "Lily had a cat."}}}},
+               {"max_completion_tokens", 30},
+               {"temperature", 0},
+               {"logprobs", true},
+               {"top_logprobs", 2},
+               {"stop", " the zzz"}};
+  const json whole = test::post(c, "/v1/chat/completions", body);
+  const json& want = whole["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(want.size(), 30u);
+  body["stream"] = true;
+  auto r = c.Post("/v1/chat/completions", httplib::Headers{}, body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  json got = json::array();
+  std::string text, from_tokens;
+  for (const json& ch : sse_chunks(r->body)) {
+    const json& choice = ch["choices"][0];
+    ASSERT_TRUE(choice.contains("logprobs"));
+    if (choice["delta"].contains("content")) text += choice["delta"]["content"].get<std::string>();
+    if (choice["logprobs"].is_null()) continue;
+    for (const json& e : choice["logprobs"]["content"]) got.push_back(e);
+  }
+  EXPECT_EQ(got, want);
+  for (const json& e : want) {
+    from_tokens += e["token"].get<std::string>();
+    std::string bytes;
+    for (const json& b : e["bytes"]) bytes += static_cast<char>(b.get<int>());
+    EXPECT_EQ(bytes, e["token"].get<std::string>());
+    ASSERT_EQ(e["top_logprobs"].size(), 2u);
+    EXPECT_EQ(e["top_logprobs"][0]["logprob"], e["logprob"]);
+  }
+  EXPECT_EQ(text, whole["choices"][0]["message"]["content"].get<std::string>());
+  EXPECT_EQ(from_tokens, text);
+  // Without the fields, no logprobs key at all (as before).
+  const json plain =
+      test::post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}});
+  EXPECT_FALSE(plain["choices"][0].contains("logprobs"));
+}
+
+std::string greedy_text(httplib::Client& c, json extra, int n) {
+  json body = {{"prompt", "Once upon a time"}, {"max_tokens", n}, {"temperature", 0}};
+  if (extra.is_object()) body.update(extra);
+  int status = 0;
+  const json r = test::post(c, "/v1/completions", body, &status);
+  EXPECT_EQ(status, 200) << r.dump();
+  return r["choices"][0]["text"].get<std::string>();
+}
+
+// A completion continues its prompt: prompt + text is what the tokenizer
+// decodes for prompt + answer ids. The server used to drop SentencePiece's
+// word-start space of the answer's first token ("Once upon a" + "time").
+TEST(OpenAiFields, CompletionTextContinuesItsPromptAsTheTokenizerDecodesIt) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  Tokenizer tok(model->vocab);
+  EngineOptions eo;
+  eo.kv_blocks = 64;
+  Engine e(model, eo);
+  int leading_space = 0;
+  for (const std::string prompt : {"Once upon a", "Once upon a time, there was", "Lily", "The cat sat", ""}) {
+    const std::string text = greedy_text(c, {{"prompt", prompt}}, 8);
+    std::vector<int32_t> ids = tok.encode(prompt, model->vocab.add_bos);
+    const std::vector<int32_t> answer = test::greedy(e, KvPolicy::dense(), ids, 8);
+    ids.insert(ids.end(), answer.begin(), answer.end());
+    EXPECT_EQ(prompt + text, tok.decode(ids)) << "prompt '" << prompt << "'";
+    leading_space += !text.empty() && text[0] == ' ';
+  }
+  EXPECT_GE(leading_space, 2);  // the case that broke is among them
+}
+
+TEST(OpenAiFields, LogitBiasAndPenaltiesSteerTheServersSampler) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  Tokenizer tok(model->vocab);
+  const std::string plain = greedy_text(c, {}, 30);
+  auto id_of = [&](const std::string& text) {
+    for (int32_t id = 0; id < model->vocab.size(); ++id)  // the piece, not a byte token
+      if (model->vocab.types[static_cast<size_t>(id)] != TokenType::Byte && tok.token_bytes(id) == text) return id;
+    return -1;
+  };
+  // Ban the first greedy token: the answer starts otherwise.
+  const int32_t comma = id_of(",");
+  ASSERT_EQ(plain.rfind(",", 0), 0u);
+  ASSERT_GE(comma, 0);
+  const std::string banned = greedy_text(c, {{"logit_bias", {{std::to_string(comma), -100}}}}, 30);
+  EXPECT_NE(banned.rfind(",", 0), 0u) << banned;
+  // Force a token: every step picks it.
+  const int32_t forced = id_of(" the");
+  ASSERT_GE(forced, 0);
+  const std::string forced_text = greedy_text(c, {{"logit_bias", {{std::to_string(forced), 100}}}}, 5);
+  std::string want;
+  for (int i = 0; i < 5; ++i) want += tok.token_bytes(forced);  // a completion keeps its first space
+  EXPECT_EQ(forced_text, want);
+  // Penalties reach the sampler: they change the greedy text.
+  const std::string penalized =
+      greedy_text(c, {{"presence_penalty", 2}, {"frequency_penalty", 2}, {"repeat_last_n", 256}}, 30);
+  EXPECT_NE(penalized, plain);
+  // An id past the vocabulary is refused before anything runs.
+  int status = 0;
+  const json r = test::post(c, "/v1/completions", {{"prompt", "a"}, {"logit_bias", {{"512", 1}}}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(r["error"]["param"], "logit_bias");
+}
+
+}  // namespace
+}  // namespace ss
