@@ -12,6 +12,7 @@ namespace ss {
 
 struct TokenLogprob {
   int32_t id = -1;
+  bool scored = true;  // false: a sequence's first token, which nothing predicts (logprob null)
   float logprob = 0;
   std::vector<std::pair<int32_t, float>> top;  // the top_n most likely ids, best first (ties: lower id)
 };

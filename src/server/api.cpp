@@ -184,6 +184,11 @@ json Generation::take_logprobs() const {
       continue;
     }
     tokens.push_back(text);
+    if (!lp.scored) {  // a sequence's first token: OpenAI's nulls
+      token_logprobs.push_back(nullptr);
+      top_logprobs.push_back(nullptr);
+      continue;
+    }
     token_logprobs.push_back(lp.logprob);
     json top = json::object();
     for (const auto& [id, l] : lp.top) {
@@ -233,8 +238,8 @@ std::string Generation::events(const std::string& text, bool done) {
   std::vector<json> pieces;  // this call's deltas (chat) or text (completions)
   if (chat_)
     pieces = chat_deltas(harmony_.get(), text, done);
-  else if (!text.empty())
-    pieces.push_back(text);
+  else if (std::string shown = std::exchange(echo_text_, "") + text; !shown.empty())
+    pieces.push_back(std::move(shown));
   // Log-probabilities ride on the last chunk with text, or on the final one;
   // a token whose text is still held back (a possible stop string) may
   // arrive one chunk before its text.
@@ -264,7 +269,7 @@ HttpReply Generation::final_reply(const std::string& text) const {
     persist_error = req->persist_error;
   }
   if (reason == "error") return refusal();
-  json body = envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(text), reason, false,
+  json body = envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(echo_text_ + text), reason, false,
                        logprobs_ ? take_logprobs() : json());
   body["usage"] = usage();
   if (!session_id_.empty()) body["session_id"] = session_id_;
@@ -387,6 +392,8 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     gr->lease = std::shared_ptr<SessionLease>(std::move(lease.value()));
     sched_.sync_session(sid);
   }
+  const bool first_turn = sid.empty() || !sched_.session_exists(sid);
+  std::string prompt_text;  // completions: what echo shows
   auto make_generation = [&] {
     auto g = std::make_shared<Generation>();
     g->req = gr;
@@ -399,7 +406,9 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     g->session_id_ = sid;
     g->tok_ = &sched_.tokenizer();
     g->logprobs_ = cr.logprobs >= 0;
-    g->answer_started_ = !gr->answer_starts_text;
+    // Entries start with the prompt's when it is scored, else with the answer's.
+    g->answer_started_ = gr->score_prompt ? !first_turn : !gr->answer_starts_text;
+    if (cr.echo) g->echo_text_ = prompt_text;
     return g;
   };
   // A retried turn whose first attempt was saved (its reply lost with its
@@ -419,7 +428,6 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     g->replayed_ = true;
     return {HttpReply{}, g};
   }
-  const bool first_turn = sid.empty() || !sched_.session_exists(sid);
   const Tokenizer& tok = sched_.tokenizer();
   const auto& vocab = sched_.model().vocab;
   if (chat) {
@@ -439,8 +447,17 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
     gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
   } else {
-    gr->tokens = tok.encode(cr.prompt, first_turn && vocab.add_bos);
-    gr->answer_starts_text = first_turn && cr.prompt.empty();
+    if (cr.prompt_is_ids) {
+      gr->tokens = cr.prompt_ids;  // as given: a client that tokenized chose its BOS
+      Detokenizer d(tok, first_turn);
+      for (int32_t id : cr.prompt_ids) prompt_text += d.push(id);
+      prompt_text += d.flush();
+    } else {
+      gr->tokens = tok.encode(cr.prompt, first_turn && vocab.add_bos);
+      prompt_text = cr.prompt;
+    }
+    gr->answer_starts_text = first_turn && prompt_text.empty();
+    gr->score_prompt = cr.echo && cr.logprobs >= 0;
   }
   if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
     return {error_reply({400,

@@ -105,6 +105,7 @@ class Generation {
   // Text precedes the next logprobs entry (an entry with text went out, or
   // the answer continues a prompt): no SentencePiece word-start space to drop.
   mutable bool answer_started_ = false;
+  std::string echo_text_;  // completions with echo: the prompt, shown before the answer
   bool chat_ = false;
   // gpt-oss chats: the analysis channel goes out as reasoning_content, the
   // final channel as content (as llama.cpp's server and OpenAI's API do).

@@ -27,11 +27,14 @@ struct GenerationRequest {
   int64_t max_tokens = -1;  // -1: until EOS or a stop string
   std::vector<std::string> stop;
   bool ignore_eos = false;
-  int logprobs = -1;       // -1: none; else each token's log-probability and this many alternatives
+  int logprobs = -1;  // -1: none; else each token's log-probability and this many alternatives
   // A chat answer, or a completion of an empty first prompt, starts a text:
   // SentencePiece's word-start space before its first word is not shown.
   // A completion continues its prompt, so that space is part of its text.
   bool answer_starts_text = true;
+  // echo with logprobs: every prompt token gets an entry (given the tokens
+  // before it) ahead of the answer's.
+  bool score_prompt = false;
   std::string session_id;  // empty: a one-off sequence
   // Held for the turn when replicas share the state directory
   // (server/session_lease.h); released once the turn is saved.

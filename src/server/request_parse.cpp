@@ -63,6 +63,27 @@ std::string parse_logprobs(const json& j, bool chat, int& out) {
   return "";
 }
 
+// OpenAI's prompt forms: a string, token ids, or a list of one of either
+// (what lm-evaluation-harness sends); several prompts are refused.
+std::string parse_prompt(const json& j, CompletionRequest& out) {
+  if (!j.contains("prompt")) return "'prompt' is required";
+  const json* p = &j["prompt"];
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  if (p->is_string()) {
+    out.prompt = p->get<std::string>();
+    return "";
+  }
+  if (!p->is_array()) return "'prompt' must be a string, an array of token ids, or a list of one of those";
+  for (const json& t : *p) {
+    if (t.is_string() || t.is_array()) return "one prompt per request: send several prompts as several requests";
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+      return "'prompt' token ids must be non-negative integers";
+    out.prompt_ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+  }
+  out.prompt_is_ids = true;
+  return "";
+}
+
 // Fields shared by both completion endpoints; returns an error message or "".
 std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream) {
   auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
@@ -194,9 +215,12 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     err = {e, chat ? "top_logprobs" : "logprobs"};
     return false;
   }
-  if (!chat && j.contains("echo") && !j["echo"].is_null() && !(j["echo"].is_boolean() && !j["echo"].get<bool>())) {
-    err = {"'echo' is not supported: the prompt is not returned (nor scored)", "echo"};
-    return false;
+  if (!chat && j.contains("echo") && !j["echo"].is_null()) {
+    if (!j["echo"].is_boolean()) {
+      err = {"'echo' must be a boolean", "echo"};
+      return false;
+    }
+    out.echo = j["echo"].get<bool>();
   }
   out.chat = chat;
   out.sampling = gr.sampling;
@@ -234,11 +258,10 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       out.messages.push_back({role, std::move(content)});
     }
   } else {
-    if (!j.contains("prompt") || !j["prompt"].is_string()) {
-      err = {"'prompt' must be a string", "prompt"};
+    if (auto e = parse_prompt(j, out); !e.empty()) {
+      err = {e, "prompt"};
       return false;
     }
-    out.prompt = j["prompt"].get<std::string>();
   }
   return true;
 }

@@ -13,7 +13,10 @@ namespace ss {
 struct CompletionRequest {
   bool chat = false;
   std::vector<ChatMessage> messages;  // chat
-  std::string prompt;                 // completions
+  std::string prompt;                 // completions: text, or
+  std::vector<int32_t> prompt_ids;    // completions: token ids as given (no BOS added)
+  bool prompt_is_ids = false;
+  bool echo = false;  // completions: the prompt precedes the answer (and is scored with logprobs)
   SamplingParams sampling;
   int64_t max_tokens = -1;
   std::vector<std::string> stop;

@@ -258,6 +258,14 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
     }
   }
   req->prompt_tokens = static_cast<int64_t>(a.feed.size());
+  a.prompt_begin = a.feed.size() - std::min(a.feed.size(), req->tokens.size());
+  if (req->score_prompt && a.prompt_begin == 0) {
+    TokenLogprob first;  // nothing in this sequence precedes it
+    first.id = a.feed[0];
+    first.scored = false;
+    std::lock_guard<std::mutex> lk(req->mu);
+    req->pending_logprobs.push_back(first);
+  }
   a.sampler.emplace(req->sampling);
   a.detok.emplace(tokenizer_, req->answer_starts_text);
   a.out.emplace(req->stop);
@@ -324,6 +332,20 @@ void Scheduler::finish(Active& a, const std::string& reason, const std::string& 
   }
 }
 
+size_t Scheduler::vocab_size() const { return static_cast<size_t>(model_->config.n_vocab); }
+
+void Scheduler::score_prompt_rows(Active& a, std::span<const float> rows, size_t n) {
+  const size_t v = vocab_size();
+  std::vector<TokenLogprob> scored;
+  for (size_t r = 0; r < n; ++r) {
+    const size_t next = a.fed + r + 1;  // row r (feed index fed + r) predicts feed[next]
+    if (next < a.prompt_begin || next >= a.feed.size()) continue;
+    scored.push_back(token_logprob(rows.subspan(r * v, v), a.feed[next], a.req->logprobs));
+  }
+  std::lock_guard<std::mutex> lk(a.req->mu);
+  for (auto& s : scored) a.req->pending_logprobs.push_back(std::move(s));
+}
+
 void Scheduler::step() {
   // Cancelled requests (client gone) leave first, freeing their blocks.
   for (auto& a : active_)
@@ -337,8 +359,11 @@ void Scheduler::step() {
   for (size_t i = 0; i < active_.size(); ++i) {
     Active& a = active_[i];
     if (!a.decoding) {
-      chunk[i] = static_cast<int>(std::min<size_t>(a.feed.size() - a.fed, static_cast<size_t>(opts_.max_chunk)));
-      items.push_back({a.seq, std::span<const int32_t>(a.feed).subspan(a.fed, static_cast<size_t>(chunk[i])), false});
+      size_t n = std::min<size_t>(a.feed.size() - a.fed, static_cast<size_t>(opts_.max_chunk));
+      // Scored prompts need every row's logits: at most 4M floats a chunk.
+      if (a.req->score_prompt) n = std::min(n, std::max<size_t>(1, (size_t{1} << 22) / vocab_size()));
+      chunk[i] = static_cast<int>(n);
+      items.push_back({a.seq, std::span<const int32_t>(a.feed).subspan(a.fed, n), a.req->score_prompt});
     } else {
       items.push_back({a.seq, std::span<const int32_t>(&a.last, 1), false});
     }
@@ -361,6 +386,11 @@ void Scheduler::step() {
   int64_t decoded = 0, prefilled = 0;
   for (size_t i = 0; i < active_.size(); ++i) {
     Active& a = active_[i];
+    std::span<const float> next = logits[i];  // the logits that pick the next token
+    if (items[i].all_logits) {
+      score_prompt_rows(a, logits[i], static_cast<size_t>(chunk[i]));
+      next = next.last(vocab_size());
+    }
     if (!a.decoding) {
       a.fed += static_cast<size_t>(chunk[i]);
       prefilled += chunk[i];
@@ -375,7 +405,7 @@ void Scheduler::step() {
       finish(a, "length");
       continue;
     }
-    const int32_t tok = a.sampler->sample(logits[i], a.history);
+    const int32_t tok = a.sampler->sample(next, a.history);
     a.last = tok;
     a.history.push_back(tok);
     if (a.history.size() > 2 * kMaxPenaltyWindow)
@@ -389,7 +419,7 @@ void Scheduler::step() {
       continue;
     }
     if (r.logprobs >= 0) {
-      TokenLogprob lp = token_logprob(logits[i], tok, r.logprobs);
+      TokenLogprob lp = token_logprob(next, tok, r.logprobs);
       std::lock_guard<std::mutex> lk(r.mu);
       r.pending_logprobs.push_back(std::move(lp));
     }

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,6 +121,7 @@ class Scheduler {
     Session* session = nullptr;
     std::vector<int32_t> feed;  // tokens still to prefill
     size_t fed = 0;
+    size_t prompt_begin = 0;  // feed index of the request's first prompt token (after a session's pending token)
     bool from_start = false;  // feed[0] is the sequence's first token (no earlier turn)
     int32_t last = -1;        // sampled, to feed next step
     bool decoding = false;
@@ -138,6 +140,10 @@ class Scheduler {
   // Starts req, finishes it with an error, or appends it to keep (no room yet).
   void admit_one(const std::shared_ptr<GenerationRequest>& req, std::deque<std::shared_ptr<GenerationRequest>>& keep);
   void step();
+  size_t vocab_size() const;
+  // Entries for the prompt tokens that `n` rows of all-token logits (the
+  // chunk starting at a.fed) predict.
+  void score_prompt_rows(Active& a, std::span<const float> rows, size_t n);
   void finish(Active& a, const std::string& reason, const std::string& error = {}, int status = 0);
   void try_share_sinks(Active& a);
   void register_sinks(Active& a);

@@ -69,6 +69,15 @@ await check('openai client: logprobs, penalties, logit_bias, max_completion_toke
   }
   assert.equal(tokens.length, 6);
   assert.equal(tokens.join(''), text);
+  // lm-evaluation-harness's loglikelihood request: token ids, echo, one alternative.
+  const scored = await client.completions.create({
+    model, prompt: [[1, 403, 407, 261]], max_tokens: 1, temperature: 0, logprobs: 1, echo: true, seed: 1234,
+  });
+  const slp = scored.choices[0].logprobs;
+  assert.equal(slp.token_logprobs.length, 5);
+  assert.equal(slp.token_logprobs[0], null);
+  assert.ok(slp.token_logprobs.slice(1).every((v) => v < 0), JSON.stringify(slp));
+  assert.ok(scored.choices[0].text.startsWith('Once upon a'), scored.choices[0].text);
   // An id past the vocabulary is a 400 the client raises (banning and forcing: openai_fields_test.cpp).
   await assert.rejects(client.completions.create({ model, prompt: 'a', logit_bias: { 100000: -100 } }), /400/);
 });

@@ -74,12 +74,13 @@ TEST(OpenAiFields, LogprobsAreABooleanInChatAndACountInCompletions) {
   EXPECT_EQ(parse_ok(with(kText, {{"logprobs", 0}}), false).logprobs, 0);
   EXPECT_EQ(parse_ok(with(kText, {{"logprobs", 5}}), false).logprobs, 5);
   EXPECT_EQ(parse_ok(with(kText, {{"logprobs", nullptr}, {"echo", false}}), false).logprobs, -1);
+  EXPECT_TRUE(parse_ok(with(kText, {{"echo", true}}), false).echo);
   for (const json& bad : {with(kChat, {{"top_logprobs", 2}}), with(kChat, {{"logprobs", true}, {"top_logprobs", 21}}),
                           with(kChat, {{"logprobs", 1}}), with(kChat, {{"logprobs", true}, {"top_logprobs", "2"}})})
     EXPECT_NE(parse_error(bad, true), "") << bad.dump();
   for (const json& bad :
        {with(kText, {{"logprobs", true}}), with(kText, {{"logprobs", -1}}), with(kText, {{"logprobs", 21}}),
-        with(kText, {{"top_logprobs", 1}}), with(kText, {{"echo", true}})})
+        with(kText, {{"top_logprobs", 1}}), with(kText, {{"echo", 1}})})
     EXPECT_NE(parse_error(bad, false), "") << bad.dump();
 }
 
@@ -110,6 +111,85 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
   json many = json::object();
   for (int i = 0; i < 301; ++i) many[std::to_string(i)] = 1;
   EXPECT_NE(parse_error(with(kText, {{"logit_bias", many}}), false), "");
+}
+
+TEST(OpenAiFields, PromptsAreTextOrTokenIdsOrAListOfOne) {
+  EXPECT_EQ(parse_ok({{"prompt", "a b"}}, false).prompt, "a b");
+  EXPECT_EQ(parse_ok({{"prompt", {"a b"}}}, false).prompt, "a b");
+  const CompletionRequest ids = parse_ok({{"prompt", {1, 403, 407}}}, false);
+  EXPECT_TRUE(ids.prompt_is_ids);
+  EXPECT_EQ(ids.prompt_ids, (std::vector<int32_t>{1, 403, 407}));
+  EXPECT_EQ(parse_ok({{"prompt", {{1, 403}}}}, false).prompt_ids, (std::vector<int32_t>{1, 403}));
+  EXPECT_TRUE(parse_ok({{"prompt", json::array()}}, false).prompt_is_ids);  // empty: BOS only, as ""
+  const json bad[] = {
+      {{"prompt", {"a", "b"}}}, {{"prompt", {{1}, {2}}}},        {{"prompt", {1, "a"}}}, {{"prompt", {1, -2}}},
+      {{"prompt", {1, 2.5}}},   {{"prompt", {1, 4294967296LL}}}, {{"prompt", {{"a"}}}},  {{"prompt", 5}},
+      {{"prompt", nullptr}},    {{"prompt", {{"x", 1}}}},        json::object(),
+  };
+  for (const json& b : bad) EXPECT_NE(parse_error(b, false), "") << b.dump();
+}
+
+// lm-evaluation-harness's loglikelihood request (token ids, echo, logprobs
+// 1, max_tokens 1) scores a prompt longer than the server's window: the
+// echoed logprobs are the perplexity tool's NLLs for that policy (sinks 4 +
+// window 60), and a text prompt of the same tokens scores the same.
+TEST(OpenAiFields, EchoedPromptLogprobsAreThePerplexityToolsScores) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  std::vector<int32_t> ids = test::golden_tokens(*model);
+  ids.resize(300);
+  int status = 0;
+  const json r = test::post(
+      c, "/v1/completions",
+      {{"prompt", json::array({ids})}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 1}, {"echo", true}},
+      &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& lp = r["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), ids.size() + 1);
+  EXPECT_TRUE(lp["token_logprobs"][0].is_null());
+  EXPECT_TRUE(lp["top_logprobs"][0].is_null());
+
+  EngineOptions eo;
+  eo.kv_blocks = 64;
+  Engine e(model, eo);
+  auto nll = score_tokens(e, ids, StreamMode::cached(KvPolicy::sinks_window(4, 60)));
+  ASSERT_TRUE(nll.ok());
+  double sum = 0;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    const double got = lp["token_logprobs"][i].get<double>();
+    EXPECT_NEAR(got, -nll.value()[i - 1], 1e-4) << i;
+    sum += got;
+    const json& top = lp["top_logprobs"][i];
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_GE(top.begin().value().get<double>(), got - 1e-6);
+  }
+  double want = 0;
+  for (double v : nll.value()) want -= v;
+  EXPECT_NEAR(sum, want, 1e-3);
+  // The text is the prompt's decode followed by the answer.
+  Tokenizer tok(model->vocab);
+  const std::string text = r["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(text.rfind(tok.decode(ids), 0), 0u);
+  EXPECT_GT(text.size(), tok.decode(ids).size());
+
+  // The same tokens as text: the same scores (BOS added by the server).
+  const std::string prompt = tok.decode(ids);
+  ASSERT_EQ(tok.encode(prompt, true), ids);
+  const json t = test::post(c, "/v1/completions",
+                            {{"prompt", prompt}, {"max_tokens", 0}, {"logprobs", 0}, {"echo", true}}, &status);
+  ASSERT_EQ(status, 200) << t.dump();
+  EXPECT_EQ(t["choices"][0]["text"], prompt);
+  ASSERT_EQ(t["choices"][0]["logprobs"]["token_logprobs"].size(), ids.size());
+  for (size_t i = 1; i < ids.size(); ++i)
+    EXPECT_EQ(t["choices"][0]["logprobs"]["token_logprobs"][i], lp["token_logprobs"][i]) << i;
+
+  // Echo without logprobs: text only; an id past the vocabulary: 400.
+  const json plain = test::post(c, "/v1/completions", {{"prompt", "Lily"}, {"max_tokens", 3}, {"echo", true}});
+  EXPECT_EQ(plain["choices"][0]["text"].get<std::string>().rfind("Lily", 0), 0u);
+  EXPECT_FALSE(plain["choices"][0].contains("logprobs"));
+  test::post(c, "/v1/completions", {{"prompt", {1, 512}}}, &status);
+  EXPECT_EQ(status, 400);
 }
 
 // Every generated token's logprob is the model's log-softmax at that step:
