@@ -133,6 +133,7 @@ void Scheduler::run_commands() {
 void Scheduler::try_share_sinks(Active& a) {
   const int64_t S = opts_.policy.sinks;
   if (S <= 0 || !opts_.policy.bounded() || !a.from_start || static_cast<int64_t>(a.feed.size()) <= S) return;
+  if (a.req->score_prompt) return;  // adopted sinks skip their tokens' logits, which a scored prompt needs
   const SequenceKv* seq = engine_.sequence(a.seq);
   if (!seq || seq->n_seen() != 0) return;
   const auto* blocks = sinks_.find(seq->policy().name(), std::span<const int32_t>(a.feed).first(S));

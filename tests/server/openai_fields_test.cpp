@@ -184,6 +184,15 @@ TEST(OpenAiFields, EchoedPromptLogprobsAreThePerplexityToolsScores) {
   for (size_t i = 1; i < ids.size(); ++i)
     EXPECT_EQ(t["choices"][0]["logprobs"]["token_logprobs"][i], lp["token_logprobs"][i]) << i;
 
+  // A session that starts with the same tokens holds shared sink blocks; a
+  // scored prompt must not adopt them (their tokens' logits would be skipped).
+  const json held = test::post(c, "/v1/completions",
+                               {{"prompt", json::array({ids})}, {"max_tokens", 1}, {"session_id", "holder"}}, &status);
+  ASSERT_EQ(status, 200) << held.dump();
+  const json again = test::post(c, "/v1/completions",
+                                {{"prompt", json::array({ids})}, {"max_tokens", 0}, {"logprobs", 0}, {"echo", true}});
+  EXPECT_EQ(again["choices"][0]["logprobs"]["token_logprobs"], t["choices"][0]["logprobs"]["token_logprobs"]);
+
   // Echo without logprobs: text only; an id past the vocabulary: 400.
   const json plain = test::post(c, "/v1/completions", {{"prompt", "Lily"}, {"max_tokens", 3}, {"echo", true}});
   EXPECT_EQ(plain["choices"][0]["text"].get<std::string>().rfind("Lily", 0), 0u);
