@@ -10,6 +10,7 @@
 #include "server/metrics_text.h"
 #include "server/request_parse.h"
 #include "server/session_lease.h"
+#include "server/tokenize_api.h"
 #include "server/web_page.h"
 
 namespace ss {
@@ -43,6 +44,10 @@ std::string new_id(const char* prefix) {
 
 int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+bool is_tokenizer_path(const std::string& p) {
+  return p == "/tokenize" || p == "/detokenize" || p == "/tokenizer_info";
 }
 
 HttpReply json_reply(const json& j) {
@@ -302,7 +307,8 @@ HttpRefusal Api::check_headers(const ApiRequest& r) const {
         std::find(opts_.allowed_hosts.begin(), opts_.allowed_hosts.end(), name) == opts_.allowed_hosts.end())
       return HttpError{403, "Host '" + host + "' is not allowed on a loopback server (see --allowed-host)"};
   }
-  const bool protected_path = r.path.rfind("/v1/", 0) == 0 || r.path == "/v1" || r.path == "/metrics";
+  const bool protected_path =
+      r.path.rfind("/v1/", 0) == 0 || r.path == "/v1" || r.path == "/metrics" || is_tokenizer_path(r.path);
   if (!opts_.api_key.empty() && protected_path &&
       !constant_time_equal(r.header("Authorization"), "Bearer " + opts_.api_key))
     return HttpError{401, "invalid or missing API key"};
@@ -358,11 +364,15 @@ Api::Outcome Api::handle(const ApiRequest& r, std::function<void()> on_update) {
     if (!sched_.delete_session(id)) return {error_reply({404, "unknown session '" + id + "'"}), nullptr};
     return {json_reply(json{{"id", id}, {"object", "session"}, {"deleted", true}}), nullptr};
   }
+  if (r.method == "POST" && r.path == "/tokenize")
+    return {tokenize_reply(sched_.tokenizer(), sched_.model(), r.body), nullptr};
+  if (r.method == "POST" && r.path == "/detokenize") return {detokenize_reply(sched_.tokenizer(), r.body), nullptr};
+  if (r.method == "GET" && r.path == "/tokenizer_info") return {tokenizer_info_reply(sched_.model()), nullptr};
   if (r.method == "POST" && r.path == "/v1/completions") return completion(r, false, std::move(on_update));
   if (r.method == "POST" && r.path == "/v1/chat/completions") return completion(r, true, std::move(on_update));
   const bool known = r.path == "/v1/models" || r.path == "/v1/sessions" || r.path.rfind(kSessions, 0) == 0 ||
                      r.path == "/v1/completions" || r.path == "/v1/chat/completions" || r.path == "/" ||
-                     r.path == "/health" || r.path == "/metrics";
+                     r.path == "/health" || r.path == "/metrics" || is_tokenizer_path(r.path);
   if (known) return {error_reply({405, "method " + r.method + " not allowed on " + r.path}), nullptr};
   return {error_reply({404, "not found"}), nullptr};
 }
