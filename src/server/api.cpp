@@ -207,7 +207,7 @@ json Generation::take_logprobs() const {
 }
 
 json Generation::envelope(const json& content, const json& finish, bool stream_chunk, const json& logprobs) const {
-  json choice = {{"index", 0}, {"finish_reason", finish}};
+  json choice = {{"index", index_}, {"finish_reason", finish}};
   // Chat: a delta per chunk, a message at the end; completions: text.
   choice[chat_ ? (stream_chunk ? "delta" : "message") : "text"] = content;
   if (logprobs_) choice["logprobs"] = logprobs;
@@ -259,11 +259,22 @@ std::string Generation::events(const std::string& text, bool done) {
       reason = req->finish_reason;
       error = req->error;
     }
-    if (reason == "error") return out + error_events(error);
-    out += chunk(chat_ ? json::object() : json(""), reason, true, pieces.empty() ? lp : json());
-    out += "data: [DONE]\n\n";
+    // Several choices: the Completion ends the stream (usage, [DONE], errors).
+    if (reason == "error") return sole_ ? out + error_events(error) : out;
+    out += chunk(chat_ ? json::object() : json(""), reason, sole_, pieces.empty() ? lp : json());
+    if (sole_) out += "data: [DONE]\n\n";
   }
   return out;
+}
+
+json Generation::final_choice(const std::string& text) const {
+  std::string reason;
+  {
+    std::lock_guard<std::mutex> lk(req->mu);
+    reason = req->finish_reason;
+  }
+  return envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(echo_text_ + text), reason, false,
+                  logprobs_ ? take_logprobs() : json())["choices"][0];
 }
 
 HttpReply Generation::final_reply(const std::string& text) const {
@@ -274,8 +285,8 @@ HttpReply Generation::final_reply(const std::string& text) const {
     persist_error = req->persist_error;
   }
   if (reason == "error") return refusal();
-  json body = envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(echo_text_ + text), reason, false,
-                       logprobs_ ? take_logprobs() : json());
+  json body = envelope(nullptr, nullptr, false);
+  body["choices"] = json::array({final_choice(text)});
   body["usage"] = usage();
   if (!session_id_.empty()) body["session_id"] = session_id_;
   HttpReply r;
@@ -392,6 +403,11 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   const std::string sid = cr.session_id.empty() ? r.header("X-Session-Id") : cr.session_id;
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
+  const size_t n_prompts = chat ? 1 : cr.prompts.size();
+  if (!sid.empty() && (cr.n > 1 || n_prompts > 1))
+    return {error_reply({400, "a session continues one conversation: 'n' > 1 and several prompts take no session",
+                         "session_id"}),
+            nullptr};
   gr->session_id = sid;
   if (opts_.shared_store && !sid.empty()) {
     // One writer per turn across the fleet, then our copy checked against
@@ -403,22 +419,29 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     sched_.sync_session(sid);
   }
   const bool first_turn = sid.empty() || !sched_.session_exists(sid);
-  std::string prompt_text;  // completions: what echo shows
-  auto make_generation = [&] {
+  const std::string id = new_id(chat ? "chatcmpl-" : "cmpl-");
+  const int64_t created = now_s();
+  auto completion = std::make_shared<Completion>();
+  completion->stream = cr.stream;
+  completion->n_per_prompt = cr.n;
+  // prompt_text: what echo shows.
+  auto add_choice = [&](const std::shared_ptr<GenerationRequest>& req, const std::string& prompt_text) {
     auto g = std::make_shared<Generation>();
-    g->req = gr;
+    g->req = req;
     g->stream = cr.stream;
     g->chat_ = chat;
     if (chat && opts_.chat == ChatFamily::GptOss) g->harmony_ = std::make_shared<HarmonySplit>();
-    g->id_ = new_id(chat ? "chatcmpl-" : "cmpl-");
-    g->created_ = now_s();
+    g->id_ = id;
+    g->created_ = created;
     g->model_ = opts_.model_name;
     g->session_id_ = sid;
     g->tok_ = &sched_.tokenizer();
     g->logprobs_ = cr.logprobs >= 0;
     // Entries start with the prompt's when it is scored, else with the answer's.
-    g->answer_started_ = gr->score_prompt ? !first_turn : !gr->answer_starts_text;
+    g->answer_started_ = req->score_prompt ? !first_turn : !req->answer_starts_text;
     if (cr.echo) g->echo_text_ = prompt_text;
+    g->index_ = static_cast<int>(completion->choices.size());
+    completion->choices.push_back(g);
     return g;
   };
   // A retried turn whose first attempt was saved (its reply lost with its
@@ -434,12 +457,16 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     gr->finished = true;
     gr->admitted = true;
     gr->lease.reset();
-    auto g = make_generation();
-    g->replayed_ = true;
-    return {HttpReply{}, g};
+    add_choice(gr, "")->replayed_ = true;
+    return {HttpReply{}, completion};
   }
   const Tokenizer& tok = sched_.tokenizer();
   const auto& vocab = sched_.model().vocab;
+  struct Prepared {
+    std::vector<int32_t> tokens;
+    std::string text;  // the prompt as echo shows it
+  };
+  std::vector<Prepared> prompts;
   if (chat) {
     std::vector<ChatMessage> msgs = std::move(cr.messages);
     // A session's cache already holds the conversation up to our last
@@ -455,29 +482,55 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     }
     const std::string text = render_chat_turn(opts_.chat, msgs, first_turn);
     const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
-    gr->tokens = tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain);
+    prompts.push_back({tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain), ""});
   } else {
-    if (cr.prompt_is_ids) {
-      gr->tokens = cr.prompt_ids;  // as given: a client that tokenized chose its BOS
-      Detokenizer d(tok, first_turn);
-      for (int32_t id : cr.prompt_ids) prompt_text += d.push(id);
-      prompt_text += d.flush();
-    } else {
-      gr->tokens = tok.encode(cr.prompt, first_turn && vocab.add_bos);
-      prompt_text = cr.prompt;
+    for (const CompletionRequest::Prompt& p : cr.prompts) {
+      Prepared& out = prompts.emplace_back();
+      if (p.is_ids) {
+        out.tokens = p.ids;  // as given: a client that tokenized chose its BOS
+        Detokenizer d(tok, first_turn);
+        for (int32_t t : p.ids) out.text += d.push(t);
+        out.text += d.flush();
+      } else {
+        out.tokens = tok.encode(p.text, first_turn && vocab.add_bos);
+        out.text = p.text;
+      }
     }
-    gr->answer_starts_text = first_turn && prompt_text.empty();
-    gr->score_prompt = cr.echo && cr.logprobs >= 0;
   }
-  if (static_cast<int64_t>(gr->tokens.size()) > opts_.max_prompt_tokens)
-    return {error_reply({400,
-                         "prompt has " + std::to_string(gr->tokens.size()) + " tokens; the limit is " +
-                             std::to_string(opts_.max_prompt_tokens),
-                         chat ? "messages" : "prompt"}),
-            nullptr};
-  gr->on_update = std::move(on_update);
-  if (auto refused = sched_.submit(gr)) return {error_reply(*refused), nullptr};
-  return {HttpReply{}, make_generation()};
+  for (const Prepared& p : prompts)
+    if (static_cast<int64_t>(p.tokens.size()) > opts_.max_prompt_tokens)
+      return {error_reply({400,
+                           "prompt has " + std::to_string(p.tokens.size()) + " tokens; the limit is " +
+                               std::to_string(opts_.max_prompt_tokens),
+                           chat ? "messages" : "prompt"}),
+              nullptr};
+  // Choice i * n + j answers prompt i with seed + j (all the same when greedy).
+  for (const Prepared& p : prompts) {
+    for (int j = 0; j < cr.n; ++j) {
+      auto req = completion->choices.empty() ? gr : std::make_shared<GenerationRequest>();
+      if (req != gr) {
+        req->sampling = gr->sampling;
+        req->max_tokens = gr->max_tokens;
+        req->stop = gr->stop;
+        req->ignore_eos = gr->ignore_eos;
+        req->logprobs = gr->logprobs;
+      }
+      req->sampling.seed = gr->sampling.seed + static_cast<uint64_t>(j);
+      req->tokens = p.tokens;
+      if (!chat) {
+        req->answer_starts_text = first_turn && p.text.empty();
+        req->score_prompt = cr.echo && cr.logprobs >= 0;
+      }
+      req->on_update = on_update;
+      if (auto refused = sched_.submit(req)) {
+        completion->cancel();  // the choices already queued
+        return {error_reply(*refused), nullptr};
+      }
+      add_choice(req, p.text);
+    }
+  }
+  for (auto& g : completion->choices) g->sole_ = completion->choices.size() == 1;
+  return {HttpReply{}, completion};
 }
 
 }  // namespace ss

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,9 @@ class Generation {
 
  private:
   friend class Api;
+  friend class Completion;
+  // The choice as the whole answer lists it (message or text, finish_reason, logprobs).
+  nlohmann::json final_choice(const std::string& text) const;
   // id, object, created, model and the one choice, for a chunk or the whole answer.
   nlohmann::json envelope(const nlohmann::json& content, const nlohmann::json& finish, bool stream_chunk,
                           const nlohmann::json& logprobs = nullptr) const;
@@ -114,6 +118,34 @@ class Generation {
   bool replayed_ = false;  // the saved reply of a turn already done (Idempotency-Key)
   std::string id_, model_, session_id_;
   int64_t created_ = 0;
+  int index_ = 0;     // the choice's index in the answer
+  bool sole_ = true;  // the request's only choice: its last chunk has usage, then [DONE]
+};
+
+// Every choice of one request (n per prompt, several prompts), as the
+// transport drives them: a stream interleaves the choices' chunks (each
+// with its index) and ends with a usage chunk (no choices) and [DONE] once
+// all have finished; a whole answer lists the choices in index order. One
+// choice keeps the single-choice shape (usage in its last chunk).
+class Completion {
+ public:
+  std::vector<std::shared_ptr<Generation>> choices;
+  bool stream = false;
+  // A choice that was refused before it ran (or failed): the HTTP status to answer.
+  std::optional<HttpReply> refused() const;
+  bool all_admitted() const;
+  std::vector<std::pair<std::string, std::string>> stream_headers() const { return choices[0]->stream_headers(); }
+  // Stream: the events ready now; done once the stream is over.
+  std::string events(bool& done);
+  // Whole answer: set once every choice has finished.
+  std::optional<HttpReply> poll_final();
+  void cancel();
+  int n_per_prompt = 1;  // choices i * n .. i * n + n - 1 answer prompt i
+
+ private:
+  nlohmann::json usage() const;
+  std::vector<std::string> texts_;
+  std::vector<bool> finished_;
 };
 
 struct ApiRequest {
@@ -140,7 +172,7 @@ class Api {
   // whose request calls on_update on every change.
   struct Outcome {
     HttpReply reply;
-    std::shared_ptr<Generation> gen;
+    std::shared_ptr<Completion> gen;
   };
   Outcome handle(const ApiRequest& r, std::function<void()> on_update);
 

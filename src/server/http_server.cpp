@@ -257,36 +257,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void pump() {
     if (!gen_ || closed_) return;
     try {
-      GenerationRequest& r = *gen_->req;
       if (!gen_->stream) {
-        bool done = false;
-        text_ += r.poll(done);
-        if (done) {
-          const std::string text = std::move(text_);
-          respond(end_generation()->final_reply(text));
+        if (auto reply = gen_->poll_final()) {
+          end_generation();
+          respond(*reply);
         }
         return;
       }
       if (!streaming_) {
-        bool admitted, finished;
-        {
-          std::lock_guard<std::mutex> lk(r.mu);
-          admitted = r.admitted;
-          finished = r.finished;
-        }
-        // A stream starts only once the request runs, so a refusal is still
+        // A stream starts only once its requests run, so a refusal is still
         // an HTTP status, not an event inside a 200 stream.
-        if (!admitted) {
-          if (finished) respond(end_generation()->refusal());
-          return;
+        if (auto refused = gen_->refused()) {
+          end_generation()->cancel();
+          return respond(*refused);
         }
+        if (!gen_->all_admitted()) return;
         streaming_ = true;
         queue_write(head(200, "text/event-stream", gen_->stream_headers(), -1, keep_alive_, srv_.opts.replica_id));
       }
       if (writing_) return;
       bool done = false;
-      const std::string text = r.poll(done);
-      const std::string ev = gen_->events(text, done);
+      const std::string ev = gen_->events(done);
       if (!ev.empty()) queue_write(chunk_frame(ev));
       if (done) finish_stream("");
     } catch (const std::exception& e) {
@@ -309,18 +300,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!writing_) on_response_complete();
   }
 
-  std::shared_ptr<Generation> end_generation() {
+  std::shared_ptr<Completion> end_generation() {
     auto g = std::move(gen_);
     gen_.reset();
     hold_.reset();  // callers run in a handler that holds the connection too
     streaming_ = false;
-    text_.clear();
     return g;
   }
 
   void cancel_generation() {
-    if (gen_ && gen_->req) {
-      gen_->req->cancelled = true;
+    if (gen_) {
+      gen_->cancel();
       srv_.api.scheduler().wake();
     }
     hold_.reset();
@@ -415,10 +405,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   net::steady_timer idle_timer_;
   ApiRequest req_;
   bool idle_ = false, closed_ = false, keep_alive_ = true, head_only_ = false;
-  std::shared_ptr<Generation> gen_;
+  std::shared_ptr<Completion> gen_;
   std::shared_ptr<Connection> hold_;  // self, while gen_ runs
   bool streaming_ = false, watching_ = false;
-  std::string text_;  // a non-stream answer so far
   std::deque<std::string> outq_;
   bool writing_ = false, complete_after_write_ = false;
 };

@@ -63,29 +63,44 @@ std::string parse_logprobs(const json& j, bool chat, int& out) {
   return "";
 }
 
-// OpenAI's prompt forms: a string, token ids, or a list of one of either
-// (what lm-evaluation-harness sends); several prompts are refused.
-std::string parse_prompt(const json& j, CompletionRequest& out) {
-  if (!j.contains("prompt")) return "'prompt' is required";
-  const json* p = &j["prompt"];
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
-  if (p->is_string()) {
-    out.prompt = p->get<std::string>();
+// One prompt: a string or an array of token ids.
+std::string parse_one_prompt(const json& p, CompletionRequest::Prompt& out) {
+  if (p.is_string()) {
+    out.text = p.get<std::string>();
     return "";
   }
-  if (!p->is_array()) return "'prompt' must be a string, an array of token ids, or a list of one of those";
-  for (const json& t : *p) {
-    if (t.is_string() || t.is_array()) return "one prompt per request: send several prompts as several requests";
+  if (!p.is_array()) return "each prompt must be a string or an array of token ids";
+  for (const json& t : p) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
       return "'prompt' token ids must be non-negative integers";
-    out.prompt_ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+    out.ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }
-  out.prompt_is_ids = true;
+  out.is_ids = true;
+  return "";
+}
+
+// OpenAI's prompt forms: a string, token ids, or a list of strings or of
+// token-id lists (several prompts, what lm-evaluation-harness batches).
+std::string parse_prompts(const json& j, CompletionRequest& out) {
+  if (!j.contains("prompt")) return "'prompt' is required";
+  const json& p = j["prompt"];
+  const bool list = p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array());
+  if (!list) {
+    out.prompts.emplace_back();
+    return parse_one_prompt(p, out.prompts.back());
+  }
+  if (p.size() > static_cast<size_t>(kMaxChoices))
+    return "at most " + std::to_string(kMaxChoices) + " prompts per request";
+  for (const json& one : p) {
+    if (!one.is_string() && !one.is_array()) return "a list of prompts holds strings or arrays of token ids";
+    out.prompts.emplace_back();
+    if (auto e = parse_one_prompt(one, out.prompts.back()); !e.empty()) return e;
+  }
   return "";
 }
 
 // Fields shared by both completion endpoints; returns an error message or "".
-std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream) {
+std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream, int& n) {
   auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
   auto num = [&](const char* k, double lo, double hi, double& out) -> std::string {
     if (!given(k)) return "";
@@ -156,8 +171,9 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
     }
   }
   if (j.contains("n") && !j["n"].is_null()) {
-    if (!j["n"].is_number_integer() || j["n"].get<int64_t>() < 1) return "'n' must be a positive integer";
-    if (j["n"].get<int64_t>() != 1) return "'n' > 1 is not supported: one choice per request (send n requests)";
+    if (!j["n"].is_number_integer() || j["n"].get<int64_t>() < 1 || j["n"].get<int64_t>() > kMaxChoices)
+      return "'n' must be an integer in [1, " + std::to_string(kMaxChoices) + "]";
+    n = static_cast<int>(j["n"].get<int64_t>());
   }
   if (j.contains("ignore_eos") && !j["ignore_eos"].is_null()) {
     if (!j["ignore_eos"].is_boolean()) return "'ignore_eos' must be a boolean";
@@ -207,7 +223,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     return false;
   }
   GenerationRequest gr;
-  if (auto e = parse_common(j, gr, max_tokens_limit, out.stream); !e.empty()) {
+  if (auto e = parse_common(j, gr, max_tokens_limit, out.stream, out.n); !e.empty()) {
     err = {e, ""};
     return false;
   }
@@ -258,8 +274,12 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       out.messages.push_back({role, std::move(content)});
     }
   } else {
-    if (auto e = parse_prompt(j, out); !e.empty()) {
+    if (auto e = parse_prompts(j, out); !e.empty()) {
       err = {e, "prompt"};
+      return false;
+    }
+    if (out.prompts.size() * static_cast<size_t>(out.n) > static_cast<size_t>(kMaxChoices)) {
+      err = {"prompts x n is more than " + std::to_string(kMaxChoices) + " choices", "n"};
       return false;
     }
   }

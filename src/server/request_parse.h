@@ -13,9 +13,15 @@ namespace ss {
 struct CompletionRequest {
   bool chat = false;
   std::vector<ChatMessage> messages;  // chat
-  std::string prompt;                 // completions: text, or
-  std::vector<int32_t> prompt_ids;    // completions: token ids as given (no BOS added)
-  bool prompt_is_ids = false;
+  // Completions: one or more prompts, each text or token ids (used as given:
+  // no BOS added). Choice i * n + j answers prompt i (OpenAI's order).
+  struct Prompt {
+    std::string text;
+    std::vector<int32_t> ids;
+    bool is_ids = false;
+  };
+  std::vector<Prompt> prompts;
+  int n = 1;          // choices per prompt
   bool echo = false;  // completions: the prompt precedes the answer (and is scored with logprobs)
   SamplingParams sampling;
   int64_t max_tokens = -1;
@@ -30,6 +36,8 @@ struct CompletionRequest {
 
 // The most alternatives a request may ask for per token (OpenAI's 20).
 inline constexpr int kMaxTopLogprobs = 20;
+// The most choices one request may ask for (prompts x n): each is a sequence.
+inline constexpr int kMaxChoices = 64;
 
 struct RequestError {
   std::string message;

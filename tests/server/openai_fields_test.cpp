@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "runtime/scoring.h"
 #include "runtime_helpers.h"
@@ -113,18 +114,31 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
   EXPECT_NE(parse_error(with(kText, {{"logit_bias", many}}), false), "");
 }
 
-TEST(OpenAiFields, PromptsAreTextOrTokenIdsOrAListOfOne) {
-  EXPECT_EQ(parse_ok({{"prompt", "a b"}}, false).prompt, "a b");
-  EXPECT_EQ(parse_ok({{"prompt", {"a b"}}}, false).prompt, "a b");
-  const CompletionRequest ids = parse_ok({{"prompt", {1, 403, 407}}}, false);
-  EXPECT_TRUE(ids.prompt_is_ids);
-  EXPECT_EQ(ids.prompt_ids, (std::vector<int32_t>{1, 403, 407}));
-  EXPECT_EQ(parse_ok({{"prompt", {{1, 403}}}}, false).prompt_ids, (std::vector<int32_t>{1, 403}));
-  EXPECT_TRUE(parse_ok({{"prompt", json::array()}}, false).prompt_is_ids);  // empty: BOS only, as ""
+TEST(OpenAiFields, PromptsAreTextOrTokenIdsOrListsOfThem) {
+  auto one = [](const json& body) {
+    const CompletionRequest r = parse_ok(body, false);
+    EXPECT_EQ(r.prompts.size(), 1u) << body.dump();
+    return r.prompts.empty() ? CompletionRequest::Prompt{} : r.prompts[0];
+  };
+  EXPECT_EQ(one({{"prompt", "a b"}}).text, "a b");
+  EXPECT_EQ(one({{"prompt", {"a b"}}}).text, "a b");
+  EXPECT_TRUE(one({{"prompt", {1, 403, 407}}}).is_ids);
+  EXPECT_EQ(one({{"prompt", {1, 403, 407}}}).ids, (std::vector<int32_t>{1, 403, 407}));
+  EXPECT_EQ(one({{"prompt", {{1, 403}}}}).ids, (std::vector<int32_t>{1, 403}));
+  EXPECT_TRUE(one({{"prompt", json::array()}}).is_ids);  // empty: BOS only, as ""
+  const CompletionRequest many = parse_ok({{"prompt", {{1, 2}, {3}}}, {"n", 3}}, false);
+  ASSERT_EQ(many.prompts.size(), 2u);
+  EXPECT_EQ(many.prompts[1].ids, (std::vector<int32_t>{3}));
+  EXPECT_EQ(many.n, 3);
+  EXPECT_EQ(parse_ok({{"prompt", {"a", "b"}}}, false).prompts.size(), 2u);
+  json too_many = json::array();
+  for (int i = 0; i < kMaxChoices + 1; ++i) too_many.push_back("x");
   const json bad[] = {
-      {{"prompt", {"a", "b"}}}, {{"prompt", {{1}, {2}}}},        {{"prompt", {1, "a"}}}, {{"prompt", {1, -2}}},
-      {{"prompt", {1, 2.5}}},   {{"prompt", {1, 4294967296LL}}}, {{"prompt", {{"a"}}}},  {{"prompt", 5}},
-      {{"prompt", nullptr}},    {{"prompt", {{"x", 1}}}},        json::object(),
+      {{"prompt", {1, "a"}}},          {{"prompt", {1, -2}}},        {{"prompt", {1, 2.5}}},
+      {{"prompt", {1, 4294967296LL}}}, {{"prompt", {{"a"}}}},        {{"prompt", 5}},
+      {{"prompt", nullptr}},           {{"prompt", {{"x", 1}}}},     json::object(),
+      {{"prompt", {"a", 5}}},          {{"prompt", too_many}},       {{"prompt", {"a", "b"}}, {"n", 33}},
+      {{"prompt", "a"}, {"n", 0}},     {{"prompt", "a"}, {"n", 65}},
   };
   for (const json& b : bad) EXPECT_NE(parse_error(b, false), "") << b.dump();
 }
@@ -298,6 +312,101 @@ TEST(OpenAiFields, StreamedLogprobsAreTheWholeAnswersInOrder) {
   const json plain =
       test::post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 2}});
   EXPECT_FALSE(plain["choices"][0].contains("logprobs"));
+}
+
+// n choices and several prompts: each choice is what a request of its own
+// (its prompt, seed + j) answers; streams interleave choices by index and
+// end with one usage chunk and one [DONE].
+TEST(OpenAiFields, ChoicesAreTheirOwnRequestsAnswersWholeAndStreamed) {
+  test::TestServer srv(test::stories_gguf(), test::default_sched());
+  auto c = srv.client();
+  const json prompts = {"Once upon a time", "Lily had a cat"};
+  json body = {{"prompt", prompts}, {"n", 3}, {"max_tokens", 12}, {"temperature", 1.0}, {"seed", 77}, {"logprobs", 1}};
+  int status = 0;
+  const json whole = test::post(c, "/v1/completions", body, &status);
+  ASSERT_EQ(status, 200) << whole.dump();
+  ASSERT_EQ(whole["choices"].size(), 6u);
+  int64_t completion_tokens = 0, prompt_tokens = 0;
+  std::set<std::string> distinct;
+  for (int i = 0; i < 6; ++i) {
+    const json& ch = whole["choices"][i];
+    EXPECT_EQ(ch["index"], i);
+    json one = {
+        {"prompt", prompts[i / 3]}, {"max_tokens", 12}, {"temperature", 1.0}, {"seed", 77 + i % 3}, {"logprobs", 1}};
+    const json alone = test::post(c, "/v1/completions", one);
+    EXPECT_EQ(ch["text"], alone["choices"][0]["text"]) << i;
+    EXPECT_EQ(ch["logprobs"], alone["choices"][0]["logprobs"]) << i;
+    completion_tokens += alone["usage"]["completion_tokens"].get<int64_t>();
+    if (i % 3 == 0) prompt_tokens += alone["usage"]["prompt_tokens"].get<int64_t>();
+    distinct.insert(ch["text"].get<std::string>());
+  }
+  EXPECT_GE(distinct.size(), 4u);  // different seeds sample different answers
+  EXPECT_EQ(whole["usage"]["completion_tokens"], completion_tokens);
+  EXPECT_EQ(whole["usage"]["prompt_tokens"], prompt_tokens);
+
+  body["stream"] = true;
+  auto r = c.Post("/v1/completions", httplib::Headers{}, body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  std::vector<std::string> texts(6);
+  int finishes = 0, usage_chunks = 0;
+  for (const json& ch : sse_chunks(r->body)) {
+    if (ch["choices"].empty()) {
+      ++usage_chunks;
+      EXPECT_EQ(ch["usage"], whole["usage"]);
+      continue;
+    }
+    EXPECT_FALSE(ch.contains("usage"));
+    const int i = ch["choices"][0]["index"].get<int>();
+    ASSERT_TRUE(i >= 0 && i < 6);
+    texts[static_cast<size_t>(i)] += ch["choices"][0]["text"].get<std::string>();
+    finishes += !ch["choices"][0]["finish_reason"].is_null();
+  }
+  EXPECT_EQ(usage_chunks, 1);
+  EXPECT_EQ(finishes, 6);
+  size_t done = 0;
+  for (size_t pos = 0; (pos = r->body.find("data: [DONE]", pos)) != std::string::npos; ++pos) ++done;
+  EXPECT_EQ(done, 1u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(texts[static_cast<size_t>(i)], whole["choices"][i]["text"]) << i;
+
+  // Chat takes n too; a session takes neither n > 1 nor several prompts.
+  const json chat = test::post(c, "/v1/chat/completions",
+                               {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"n", 2}, {"max_tokens", 4}});
+  ASSERT_EQ(chat["choices"].size(), 2u);
+  EXPECT_EQ(chat["choices"][1]["index"], 1);
+  EXPECT_TRUE(chat["choices"][1]["message"]["content"].is_string());
+  test::post(c, "/v1/completions", {{"prompt", "a"}, {"n", 2}, {"session_id", "s"}}, &status);
+  EXPECT_EQ(status, 400);
+  test::post(c, "/v1/completions", {{"prompt", {"a", "b"}}, {"session_id", "s"}}, &status);
+  EXPECT_EQ(status, 400);
+}
+
+// lm-evaluation-harness batches loglikelihood requests: several token-id
+// prompts with echo; each choice scores its own prompt.
+TEST(OpenAiFields, BatchedEchoPromptsScoreEachPrompt) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  std::vector<int32_t> ids = test::golden_tokens(*model);
+  const std::vector<std::vector<int32_t>> prompts = {
+      {ids.begin(), ids.begin() + 40}, {ids.begin() + 40, ids.begin() + 70}, {ids.begin(), ids.begin() + 90}};
+  const json batch =
+      test::post(c, "/v1/completions",
+                 {{"prompt", prompts}, {"max_tokens", 1}, {"temperature", 0}, {"logprobs", 1}, {"echo", true}});
+  ASSERT_EQ(batch["choices"].size(), 3u) << batch.dump();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const json alone = test::post(c, "/v1/completions",
+                                  {{"prompt", json::array({prompts[i]})},
+                                   {"max_tokens", 1},
+                                   {"temperature", 0},
+                                   {"logprobs", 1},
+                                   {"echo", true}});
+    const json& got = batch["choices"][i]["logprobs"]["token_logprobs"];
+    const json& want = alone["choices"][0]["logprobs"]["token_logprobs"];
+    ASSERT_EQ(got.size(), prompts[i].size() + 1) << i;
+    EXPECT_TRUE(got[0].is_null());
+    for (size_t k = 1; k < got.size(); ++k) EXPECT_NEAR(got[k].get<double>(), want[k].get<double>(), 1e-5) << i;
+    EXPECT_EQ(batch["choices"][i]["text"], alone["choices"][0]["text"]);
+  }
 }
 
 std::string greedy_text(httplib::Client& c, json extra, int n) {

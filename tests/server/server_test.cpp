@@ -427,7 +427,7 @@ TEST(Server, BadRequestsGetJsonErrorsAndServingContinues) {
       {"/v1/chat/completions", R"({"messages": [{"role": "wizard", "content": "x"}]})", 400},
       {"/v1/completions", R"({"prompt": "x", "session_id": "../../etc/passwd"})", 400},
       {"/v1/completions", std::string(R"({"prompt": ")") + std::string(8000, 'a') + "\"}", 413},
-      {"/v1/completions", R"({"prompt": "x", "n": 2})", 400},
+      {"/v1/completions", R"({"prompt": "x", "n": 65})", 400},
       {"/v1/completions", R"({"prompt": "x", "n": 0})", 400},
       {"/v1/chat/completions",
        R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})", 400},

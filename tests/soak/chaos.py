@@ -113,6 +113,8 @@ def stream(port, path, body, hang_up_after=None, timeout=60):
             j = json.loads(payload)
             if "error" in j:
                 return 200, hdrs, text, "error", True
+            if not j["choices"]:  # several choices end with a usage-only chunk
+                continue
             ch = j["choices"][0]
             text += ch.get("text", "")
             finish = ch.get("finish_reason") or finish
@@ -160,8 +162,23 @@ class Chaos:
                 elif action < 0.60:
                     body = {"prompt": rng.choice(PROMPTS), "max_tokens": rng.randrange(1, 24),
                             "temperature": 1.0, "seed": rng.randrange(1000)}
-                    s, h, _ = request(port, "POST", "/v1/completions", body)
-                    self.count(s, h)
+                    # Several choices, prompt lists, logprobs and echo ride the same batches.
+                    n, prompts = rng.choice([1, 1, 2, 3]), 1
+                    if rng.random() < 0.3:
+                        prompts = rng.randrange(1, 4)
+                        body["prompt"] = [rng.choice(PROMPTS) for _ in range(prompts)]
+                    body["n"] = n
+                    if rng.random() < 0.3:
+                        body.update(logprobs=rng.randrange(0, 4), echo=rng.random() < 0.5)
+                    if rng.random() < 0.3:
+                        s, h, *_ = stream(port, "/v1/completions", body, hang_up_after=rng.randrange(1, 6))
+                        self.count(s, h)
+                    else:
+                        s, h, raw = request(port, "POST", "/v1/completions", body)
+                        self.count(s, h)
+                        if s == 200 and len(json.loads(raw)["choices"]) != n * prompts:
+                            with self.lock:
+                                self.violations.append(f"{n * prompts} choices asked, got another count")
                 elif action < 0.72:
                     self.invalid(rng, port)
                 elif action < 0.80:
@@ -221,7 +238,7 @@ class Chaos:
             (b"{not json", {}), (b'{"prompt": 5}', {}), (b'{"prompt": "x", "max_tokens": -2}', {}),
             (b'{"prompt": "x", "temperature": "hot"}', {}), (b'{"prompt": "x", "session_id": "../etc"}', {}),
             (b'{"messages": "hi"}', {}), (b'{"prompt": "x"}', {"Content-Type": "text/plain"}),
-            (b'{"prompt": "x", "n": 3}', {}), (b"[]", {}), (b'{"prompt": "\\ud800"}', {}),
+            (b'{"prompt": "x", "n": 65}', {}), (b"[]", {}), (b'{"prompt": "\\ud800"}', {}),
         ]
         body, hdrs = rng.choice(cases)
         path = rng.choice(["/v1/completions", "/v1/chat/completions", "/v1/nope"])
