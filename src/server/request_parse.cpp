@@ -99,6 +99,27 @@ std::string parse_prompts(const json& j, CompletionRequest& out) {
   return "";
 }
 
+// OpenAI fields whose meaning this server does not implement are refused
+// when they ask for something, rather than silently ignored: a client that
+// asks for JSON output or tool calls must not get free text it trusts.
+std::string refuse_unsupported(const json& j, bool chat) {
+  auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
+  if (given("response_format")) {
+    const json& f = j["response_format"];
+    if (!f.is_object() || !f.contains("type") || f["type"] != "text")
+      return "'response_format' other than {\"type\": \"text\"} is not supported (no constrained decoding)";
+  }
+  for (const char* k : {"tools", "functions"})
+    if (given(k) && !(j[k].is_array() && j[k].empty())) return std::string("'") + k + "' (tool calls) is not supported";
+  if (given("tool_choice") && j["tool_choice"] != "none" && j["tool_choice"] != "auto")
+    return "'tool_choice' is not supported (no tool calls)";
+  if (!chat && given("suffix") && !(j["suffix"].is_string() && j["suffix"].get<std::string>().empty()))
+    return "'suffix' (insertion) is not supported";
+  if (given("best_of") && !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() <= 1))
+    return "'best_of' > 1 is not supported (ask for 'n' choices and score them with 'logprobs')";
+  return "";
+}
+
 // Fields shared by both completion endpoints; returns an error message or "".
 std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream, int& n) {
   auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
@@ -224,6 +245,10 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
   }
   GenerationRequest gr;
   if (auto e = parse_common(j, gr, max_tokens_limit, out.stream, out.n); !e.empty()) {
+    err = {e, ""};
+    return false;
+  }
+  if (auto e = refuse_unsupported(j, chat); !e.empty()) {
     err = {e, ""};
     return false;
   }

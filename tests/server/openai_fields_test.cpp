@@ -109,6 +109,26 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
       {{"max_completion_tokens", 2.5}},
   };
   for (const json& b : bad) EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
+  // What the server cannot do is refused, not ignored; the no-op forms pass.
+  const json unsupported[] = {
+      {{"response_format", {{"type", "json_object"}}}},
+      {{"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}},
+      {{"response_format", "json"}},
+      {{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}},
+      {{"functions", {{{"name", "f"}}}}},
+      {{"tool_choice", "required"}},
+      {{"suffix", "tail"}},
+      {{"best_of", 3}},
+  };
+  for (const json& b : unsupported) {
+    EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
+    if (!b.contains("suffix")) {  // suffix is a completions field
+      EXPECT_NE(parse_error(with(kChat, b), true), "") << b.dump();
+    }
+  }
+  for (const json& b : {json{{"response_format", {{"type", "text"}}}}, json{{"tools", json::array()}},
+                        json{{"tool_choice", "none"}}, json{{"suffix", ""}}, json{{"best_of", 1}}})
+    EXPECT_EQ(parse_error(with(kChat, b), true), "") << b.dump();
   json many = json::object();
   for (int i = 0; i < 301; ++i) many[std::to_string(i)] = 1;
   EXPECT_NE(parse_error(with(kText, {{"logit_bias", many}}), false), "");
