@@ -515,6 +515,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
         req->ignore_eos = gr->ignore_eos;
         req->logprobs = gr->logprobs;
       }
+      req->json_object = cr.json_object;
       req->sampling.seed = gr->sampling.seed + static_cast<uint64_t>(j);
       req->tokens = p.tokens;
       if (!chat) {

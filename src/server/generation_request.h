@@ -35,6 +35,9 @@ struct GenerationRequest {
   // echo with logprobs: every prompt token gets an entry (given the tokens
   // before it) ahead of the answer's.
   bool score_prompt = false;
+  // JSON mode: only tokens that keep the answer a prefix of a JSON object
+  // are sampled, and the answer ends when the object closes.
+  bool json_object = false;
   std::string session_id;  // empty: a one-off sequence
   // Held for the turn when replicas share the state directory
   // (server/session_lease.h); released once the turn is saved.

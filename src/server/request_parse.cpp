@@ -106,8 +106,9 @@ std::string refuse_unsupported(const json& j, bool chat) {
   auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
   if (given("response_format")) {
     const json& f = j["response_format"];
-    if (!f.is_object() || !f.contains("type") || f["type"] != "text")
-      return "'response_format' other than {\"type\": \"text\"} is not supported (no constrained decoding)";
+    if (!f.is_object() || !f.contains("type") || (f["type"] != "text" && f["type"] != "json_object"))
+      return "'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"} (JSON schemas are "
+             "not supported)";
   }
   for (const char* k : {"tools", "functions"})
     if (given(k) && !(j[k].is_array() && j[k].empty())) return std::string("'") + k + "' (tool calls) is not supported";
@@ -263,6 +264,8 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     }
     out.echo = j["echo"].get<bool>();
   }
+  out.json_object = j.contains("response_format") && j["response_format"].is_object() &&
+                    j["response_format"]["type"] == "json_object";
   out.chat = chat;
   out.sampling = gr.sampling;
   out.max_tokens = gr.max_tokens;

@@ -21,8 +21,9 @@ struct CompletionRequest {
     bool is_ids = false;
   };
   std::vector<Prompt> prompts;
-  int n = 1;          // choices per prompt
-  bool echo = false;  // completions: the prompt precedes the answer (and is scored with logprobs)
+  int n = 1;                 // choices per prompt
+  bool echo = false;         // completions: the prompt precedes the answer (and is scored with logprobs)
+  bool json_object = false;  // response_format json_object: the answer is one JSON object
   SamplingParams sampling;
   int64_t max_tokens = -1;
   std::vector<std::string> stop;

@@ -268,6 +268,11 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
     req->pending_logprobs.push_back(first);
   }
   a.sampler.emplace(req->sampling);
+  if (req->json_object) {
+    a.json.emplace();
+    if (token_bytes_.empty())
+      for (int32_t id = 0; id < model_->config.n_vocab; ++id) token_bytes_.push_back(tokenizer_.token_bytes(id));
+  }
   a.detok.emplace(tokenizer_, req->answer_starts_text);
   a.out.emplace(req->stop);
   a.history.assign(a.feed.end() - std::min<ptrdiff_t>(static_cast<ptrdiff_t>(a.feed.size()), kMaxPenaltyWindow),
@@ -406,7 +411,17 @@ void Scheduler::step() {
       finish(a, "length");
       continue;
     }
-    const int32_t tok = a.sampler->sample(next, a.history);
+    std::span<const float> candidates = next;
+    if (a.json) {  // JSON mode: only tokens that keep the answer a JSON object's prefix
+      masked_.assign(next.begin(), next.end());
+      if (a.json->mask(token_bytes_, masked_) == 0) {
+        finish(a, "stop");
+        continue;
+      }
+      candidates = masked_;
+    }
+    const int32_t tok = a.sampler->sample(candidates, a.history);
+    if (a.json) SS_CHECK(a.json->feed(token_bytes_[static_cast<size_t>(tok)]));
     a.last = tok;
     a.history.push_back(tok);
     if (a.history.size() > 2 * kMaxPenaltyWindow)
@@ -426,6 +441,10 @@ void Scheduler::step() {
     }
     if (a.out->push(a.detok->push(tok))) {
       a.detok.reset();  // text after the stop string is dropped
+      finish(a, "stop");
+      continue;
+    }
+    if (a.json && a.json->complete()) {
       finish(a, "stop");
       continue;
     }

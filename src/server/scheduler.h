@@ -29,6 +29,7 @@
 #include "kv/sink_registry.h"
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
+#include "sample/json_grammar.h"
 #include "sample/sampler.h"
 #include "server/generation_request.h"
 #include "server/http_error.h"
@@ -126,6 +127,7 @@ class Scheduler {
     int32_t last = -1;        // sampled, to feed next step
     bool decoding = false;
     std::optional<Sampler> sampler;
+    std::optional<JsonGrammar> json;  // JSON mode: the answer so far
     std::vector<int32_t> history;
     std::optional<Detokenizer> detok;
     std::optional<StreamText> out;  // generated text: stop strings, hold-back, what may be sent
@@ -173,6 +175,9 @@ class Scheduler {
   std::shared_ptr<const Model> model_;
   SchedulerOptions opts_;
   Tokenizer tokenizer_;
+  // JSON mode: every token's bytes (built on first use) and the masked logits.
+  std::vector<std::string> token_bytes_;
+  std::vector<float> masked_;
   Engine engine_;
   ModelFingerprint fp_;
   std::string spill_dir_;

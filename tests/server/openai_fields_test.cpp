@@ -8,6 +8,7 @@
 
 #include "runtime/scoring.h"
 #include "runtime_helpers.h"
+#include "sample/json_grammar.h"
 #include "server/request_parse.h"
 #include "server_fixture.h"
 
@@ -111,7 +112,6 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
   for (const json& b : bad) EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
   // What the server cannot do is refused, not ignored; the no-op forms pass.
   const json unsupported[] = {
-      {{"response_format", {{"type", "json_object"}}}},
       {{"response_format", {{"type", "json_schema"}, {"json_schema", json::object()}}}},
       {{"response_format", "json"}},
       {{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}},
@@ -126,6 +126,7 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
       EXPECT_NE(parse_error(with(kChat, b), true), "") << b.dump();
     }
   }
+  EXPECT_TRUE(parse_ok(with(kChat, {{"response_format", {{"type", "json_object"}}}}), true).json_object);
   for (const json& b : {json{{"response_format", {{"type", "text"}}}}, json{{"tools", json::array()}},
                         json{{"tool_choice", "none"}}, json{{"suffix", ""}}, json{{"best_of", 1}}})
     EXPECT_EQ(parse_error(with(kChat, b), true), "") << b.dump();
@@ -426,6 +427,68 @@ TEST(OpenAiFields, BatchedEchoPromptsScoreEachPrompt) {
     EXPECT_TRUE(got[0].is_null());
     for (size_t k = 1; k < got.size(); ++k) EXPECT_NEAR(got[k].get<double>(), want[k].get<double>(), 1e-5) << i;
     EXPECT_EQ(batch["choices"][i]["text"], alone["choices"][0]["text"]);
+  }
+}
+
+// JSON mode: every answer is a prefix of a JSON object (cut by max_tokens)
+// or, once the object closes, exactly one JSON object and the end. A bias
+// toward '}' makes this tiny story model close its objects.
+TEST(OpenAiFields, JsonModeAnswersAreJsonObjects) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  Tokenizer tok(model->vocab);
+  json close_bias = json::object();
+  for (int32_t id = 0; id < model->vocab.size(); ++id)
+    if (tok.token_bytes(id) == "}") close_bias[std::to_string(id)] = 12;
+  ASSERT_FALSE(close_bias.empty());
+  int closed = 0, cut = 0;
+  for (int seed = 1; seed <= 16; ++seed) {
+    for (const bool biased : {false, true}) {
+      json body = {{"prompt", "Once upon a time"},
+                   {"max_tokens", 300},
+                   {"temperature", 1.0},
+                   {"seed", seed},
+                   {"response_format", {{"type", "json_object"}}}};
+      if (biased) body["logit_bias"] = close_bias;
+      int status = 0;
+      const json r = test::post(c, "/v1/completions", body, &status);
+      ASSERT_EQ(status, 200) << r.dump();
+      const std::string text = r["choices"][0]["text"].get<std::string>();
+      const std::string reason = r["choices"][0]["finish_reason"].get<std::string>();
+      JsonGrammar g;
+      EXPECT_TRUE(g.feed(text)) << text;
+      if (reason == "stop") {
+        ++closed;
+        EXPECT_TRUE(g.complete()) << text;
+        const json parsed = json::parse(text, nullptr, false);
+        EXPECT_TRUE(!parsed.is_discarded() && parsed.is_object()) << text;
+        EXPECT_EQ(text.back(), '}');
+      } else {
+        ++cut;
+        EXPECT_EQ(reason, "length");
+        EXPECT_FALSE(g.complete());
+      }
+    }
+  }
+  EXPECT_GE(closed, 12);  // the biased half closes (measured: all 16)
+  EXPECT_GE(cut, 8);      // the unbiased half runs to max_tokens
+  // Chat too, several choices at once.
+  const json chat = test::post(c, "/v1/chat/completions",
+                               {{"messages", {{{"role", "user"}, {"content", "Tell me about Lily."}}}},
+                                {"n", 3},
+                                {"max_tokens", 300},
+                                {"seed", 5},
+                                {"logit_bias", close_bias},
+                                {"response_format", {{"type", "json_object"}}}});
+  ASSERT_EQ(chat["choices"].size(), 3u) << chat.dump();
+  for (const json& ch : chat["choices"]) {
+    const std::string text = ch["message"]["content"].get<std::string>();
+    JsonGrammar g;
+    EXPECT_TRUE(g.feed(text)) << text;
+    if (ch["finish_reason"] == "stop") {
+      EXPECT_TRUE(json::parse(text, nullptr, false).is_object()) << text;
+    }
   }
 }
 
