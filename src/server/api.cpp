@@ -404,6 +404,12 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
   const size_t n_prompts = chat ? 1 : cr.prompts.size();
+  if (chat && cr.json_object && opts_.chat == ChatFamily::GptOss)
+    return {error_reply({400,
+                         "JSON mode cannot constrain gpt-oss's Harmony answers (reasoning and channel markers come "
+                         "before the final text); ask for JSON in the prompt instead",
+                         "response_format"}),
+            nullptr};
   if (!sid.empty() && (cr.n > 1 || n_prompts > 1))
     return {error_reply({400, "a session continues one conversation: 'n' > 1 and several prompts take no session",
                          "session_id"}),

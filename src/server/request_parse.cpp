@@ -183,13 +183,13 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
   if (j.contains("stop") && !j["stop"].is_null()) {
     if (j["stop"].is_string())
       r.stop.push_back(j["stop"].get<std::string>());
-    else if (j["stop"].is_array() && j["stop"].size() <= 4) {
+    else if (j["stop"].is_array() && j["stop"].size() <= static_cast<size_t>(kMaxStops)) {
       for (const auto& s : j["stop"]) {
         if (!s.is_string()) return "'stop' must be a string or an array of strings";
         r.stop.push_back(s.get<std::string>());
       }
     } else {
-      return "'stop' must be a string or an array of up to 4 strings";
+      return "'stop' must be a string or an array of up to " + std::to_string(kMaxStops) + " strings";
     }
   }
   if (j.contains("n") && !j["n"].is_null()) {

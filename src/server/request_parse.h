@@ -37,6 +37,9 @@ struct CompletionRequest {
 
 // The most alternatives a request may ask for per token (OpenAI's 20).
 inline constexpr int kMaxTopLogprobs = 20;
+// Stop strings per request: OpenAI allows 4, vLLM and llama.cpp any number;
+// lm-evaluation-harness sends a task's own list plus the end-of-text token.
+inline constexpr int kMaxStops = 16;
 // The most choices one request may ask for (prompts x n): each is a sequence.
 inline constexpr int kMaxChoices = 64;
 

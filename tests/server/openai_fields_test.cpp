@@ -67,6 +67,10 @@ TEST(OpenAiFields, DefaultsAreOpenAisAndExtensionsAreRead) {
   EXPECT_EQ(e.max_tokens, 3);                                                  // max_completion_tokens wins
   EXPECT_EQ(parse_ok(with(kText, {{"top_k", -1}}), false).sampling.top_k, 0);  // vLLM's "off"
   EXPECT_EQ(parse_ok(with(kText, {{"repeat_penalty", 1.1}}), false).sampling.repeat_penalty, 1.1f);
+  // lm-eval's generation requests carry a task's stop list plus end-of-text: more than OpenAI's 4.
+  EXPECT_EQ(
+      parse_ok(with(kText, {{"stop", {"\n\n", "Question:", "</s>", "<|im_end|>", "Q:", "A:"}}}), false).stop.size(),
+      6u);
 }
 
 TEST(OpenAiFields, LogprobsAreABooleanInChatAndACountInCompletions) {
@@ -107,6 +111,7 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
       {{"logit_bias", {{"5", "1"}}}},
       {{"logit_bias", json::array({1, 2})}},
       {{"max_completion_tokens", -1}},
+      {{"stop", json::array({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"})}},
       {{"max_completion_tokens", 2.5}},
   };
   for (const json& b : bad) EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
@@ -482,6 +487,17 @@ TEST(OpenAiFields, JsonModeAnswersAreJsonObjects) {
                                 {"logit_bias", close_bias},
                                 {"response_format", {{"type", "json_object"}}}});
   ASSERT_EQ(chat["choices"].size(), 3u) << chat.dump();
+  // gpt-oss answers in Harmony's channels first: JSON mode is refused there.
+  ServerOptions harmony;
+  harmony.chat = ChatFamily::GptOss;
+  test::TestServer oss(model, test::default_sched(), harmony);
+  auto oc = oss.client();
+  int status = 0;
+  const json refused = test::post(
+      oc, "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"response_format", {{"type", "json_object"}}}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(refused["error"]["param"], "response_format");
   for (const json& ch : chat["choices"]) {
     const std::string text = ch["message"]["content"].get<std::string>();
     JsonGrammar g;
