@@ -40,7 +40,7 @@ double since(std::chrono::steady_clock::time_point t) {
 class ChatSession {
  public:
   ChatSession(std::shared_ptr<const Model> model, const EngineOptions& eo, const KvPolicy& policy,
-              const SamplingParams& sp, ChatFamily family, std::string system)
+              const SamplingParams& sp, ChatFamily family, ChatTemplateDefaults defaults, std::string system)
       : model_(std::move(model)),
         engine_(model_, eo),
         policy_(policy),
@@ -48,6 +48,7 @@ class ChatSession {
         sampling_(sp),
         sampler_(sp),
         family_(family),
+        defaults_(std::move(defaults)),
         system_(std::move(system)) {}
 
   Status start() { return reset(); }
@@ -68,9 +69,10 @@ class ChatSession {
     const bool first = turns_ == 0;
     if (first && !system_.empty()) msgs.push_back({"system", system_});
     msgs.push_back({"user", user});
-    const std::string text = render_chat_turn(family_, msgs, first);
+    const std::string text = render_chat_turn(family_, msgs, first, "", defaults_);
     std::vector<int32_t> toks = pending_;
-    const auto enc = tok_.encode(text, first && model_->vocab.add_bos, /*parse_special=*/true);
+    const auto enc =
+        tok_.encode(text, first && model_->vocab.add_bos && !chat_text_has_bos(family_), /*parse_special=*/true);
     toks.insert(toks.end(), enc.begin(), enc.end());
     pending_.clear();
     const auto t0 = std::chrono::steady_clock::now();
@@ -207,6 +209,7 @@ class ChatSession {
   SamplingParams sampling_;
   Sampler sampler_;
   ChatFamily family_;
+  ChatTemplateDefaults defaults_;
   std::string system_;
   SeqId seq_ = -1;
   std::vector<int32_t> pending_, history_;
@@ -279,7 +282,8 @@ int ChatCommand::run() {
   EngineOptions eo = eo_r.value();
   size_kv_pools(eo, model->config, mode.policy, 4 * model->config.trained_context);
   if (kv_blocks_ > 0) eo.kv_blocks = kv_blocks_;
-  ChatSession chat(model, eo, mode.policy, sampling_, family, system_);
+  ChatSession chat(model, eo, mode.policy, sampling_, family, chat_template_defaults(model->vocab.chat_template),
+                   system_);
   if (auto st = chat.start(); !st.ok()) return fail(st.error().message);
   std::signal(SIGINT, on_sigint);
   if (tty)

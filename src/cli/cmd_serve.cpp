@@ -107,6 +107,7 @@ int ServeCommand::run() {
   } else {
     so.chat = detect_chat_family(model->vocab.chat_template);
   }
+  so.chat_defaults = chat_template_defaults(model->vocab.chat_template);
   if (shared_state_ && state_dir_.empty()) return fail("--shared-state needs --state-dir (the shared directory)");
   so.shared_store = shared_state_;
   so.lease_wait_s = lease_wait_;

@@ -486,8 +486,8 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
       if (msgs.empty())
         return {error_reply({400, "no new messages after the last assistant message", "messages"}), nullptr};
     }
-    const std::string text = render_chat_turn(opts_.chat, msgs, first_turn);
-    const bool add_bos = first_turn && vocab.add_bos && opts_.chat != ChatFamily::Llama3;
+    const std::string text = render_chat_turn(opts_.chat, msgs, first_turn, "", opts_.chat_defaults);
+    const bool add_bos = first_turn && vocab.add_bos && !chat_text_has_bos(opts_.chat);
     prompts.push_back({tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain), ""});
   } else {
     for (const CompletionRequest::Prompt& p : cr.prompts) {

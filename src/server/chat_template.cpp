@@ -36,6 +36,30 @@ std::string utc_date() {
   return buf;
 }
 
+// today (YYYY-MM-DD, empty: now) as Llama 3.2's strftime_now("%d %b %Y").
+std::string day_month_year(const std::string& today) {
+  std::tm tm{};
+  if (today.empty() || !strptime(today.c_str(), "%Y-%m-%d", &tm)) {
+    const std::time_t t = std::time(nullptr);
+    gmtime_r(&t, &tm);
+  }
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%d %b %Y", &tm);
+  return buf;
+}
+
+// The text between `open` and `close` in the template, if it is a plain
+// literal (no quote, brace or +: not built from a variable).
+std::string literal_between(const std::string& t, const std::string& open, const std::string& close) {
+  for (size_t at = t.find(open); at != std::string::npos; at = t.find(open, at + 1)) {
+    const size_t b = at + open.size(), e = t.find(close, b);
+    if (e == std::string::npos) return "";
+    const std::string s = t.substr(b, e - b);
+    if (!s.empty() && s.find_first_of("'\"{}+") == std::string::npos) return s;
+  }
+  return "";
+}
+
 // System messages merged into one (formats with no system role put it in
 // front of the first user message).
 std::string joined_system(const std::vector<ChatMessage>& msgs, bool trimmed) {
@@ -77,8 +101,19 @@ ChatFamily detect_chat_family(const std::string& t) {
   return ChatFamily::Plain;
 }
 
+ChatTemplateDefaults chat_template_defaults(const std::string& t) {
+  ChatTemplateDefaults d;
+  // In the template's source the newline is the two characters \ and n.
+  d.default_system = literal_between(t, "<|im_start|>system\\n", "<|im_end|>");
+  d.knowledge_date = literal_between(t, "Cutting Knowledge Date: ", "\\n");
+  d.llama31_system = !d.knowledge_date.empty() && t.find("<|start_header_id|>") != std::string::npos;
+  if (d.llama31_system && t.find("strftime_now") == std::string::npos)
+    d.fixed_date = literal_between(t, "set date_string = \"", "\"");
+  return d;
+}
+
 std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs, bool first_turn,
-                             const std::string& today) {
+                             const std::string& today, const ChatTemplateDefaults& defaults) {
   std::string out;
   switch (f) {
     case ChatFamily::Plain:
@@ -88,17 +123,30 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
       }
       return out;
     case ChatFamily::ChatML:
+      if (first_turn && !defaults.default_system.empty() && (msgs.empty() || msgs[0].role != "system"))
+        out += "<|im_start|>system\n" + defaults.default_system + "<|im_end|>\n";
       for (const auto& m : msgs) {
         if (out.empty() && !first_turn) out += "\n";
         out.append("<|im_start|>").append(m.role).append("\n").append(m.content).append("<|im_end|>\n");
       }
       return out + "<|im_start|>assistant\n";
-    case ChatFamily::Llama3:
+    case ChatFamily::Llama3: {
       // llama.cpp trims each message (as Meta's template does).
       if (first_turn) out += "<|begin_of_text|>";
-      for (const auto& m : msgs)
-        out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + trim(m.content) + "<|eot_id|>";
+      size_t from = 0;
+      if (first_turn && defaults.llama31_system) {
+        // 3.1-3.3: a system block always, the first message's text (if it
+        // is a system message) after the knowledge and date lines.
+        const std::string date = defaults.fixed_date.empty() ? day_month_year(today) : defaults.fixed_date;
+        out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: " + defaults.knowledge_date +
+               "\nToday Date: " + date + "\n\n";
+        if (!msgs.empty() && msgs[0].role == "system") out += trim(msgs[from++].content);
+        out += "<|eot_id|>";
+      }
+      for (size_t i = from; i < msgs.size(); ++i)
+        out += "<|start_header_id|>" + msgs[i].role + "<|end_header_id|>\n\n" + trim(msgs[i].content) + "<|eot_id|>";
       return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+    }
     case ChatFamily::Zephyr:
       for (const auto& m : msgs) {
         if (out.empty() && !first_turn) out += "\n";

@@ -76,5 +76,66 @@ TEST(ChatTemplate, GptOssWritesHarmonysSystemAndDeveloperMessages) {
   EXPECT_EQ(now.substr(at + 14 + 10, 2), "\n\n");
 }
 
+// The lines of the models' own templates that add text by themselves (as
+// they appear in the Jinja source, where a newline is backslash-n).
+const std::string kQwen25 =
+    "{%- else %}\n    {%- if messages[0]['role'] == 'system' %}\n"
+    "        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n    {%- else %}\n"
+    "        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+    "assistant.<|im_end|>\\n' }}\n";
+const std::string kQwen3 = "{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}";
+const std::string kLlama31 =
+    "{%- if not date_string is defined %}\n    {%- set date_string = \"26 Jul 2024\" %}\n{%- endif %}\n"
+    "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}\n"
+    "{{- \"Cutting Knowledge Date: December 2023\\n\" }}\n{{- \"Today Date: \" + date_string + \"\\n\\n\" }}";
+const std::string kLlama32 =
+    "{%- if not date_string is defined %}\n    {%- if strftime_now is defined %}\n"
+    "        {%- set date_string = strftime_now(\"%d %b %Y\") %}\n    {%- else %}\n"
+    "        {%- set date_string = \"26 Jul 2024\" %}\n    {%- endif %}\n{%- endif %}\n"
+    "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}\n"
+    "{{- \"Cutting Knowledge Date: December 2023\\n\" }}\n{{- \"Today Date: \" + date_string + \"\\n\\n\" }}";
+
+// What the templates themselves render (Jinja2 on the models' own
+// templates gave the same for Llama 3.1 / 3.2 / 3.3, Qwen2.5 and Qwen3:
+// 37 of 37 conversations, outside the repo).
+TEST(ChatTemplate, QwenDefaultSystemMessageComesFromTheTemplate) {
+  const ChatTemplateDefaults q = chat_template_defaults(kQwen25);
+  EXPECT_EQ(q.default_system, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+  EXPECT_EQ(render_chat_turn(ChatFamily::ChatML, {{"user", "Hi"}}, true, "", q),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  // A system message of the conversation's own replaces it; later turns never repeat it.
+  EXPECT_EQ(render_chat_turn(ChatFamily::ChatML, {{"system", "S"}, {"user", "Hi"}}, true, "", q),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render_chat_turn(ChatFamily::ChatML, {{"user", "More"}}, false, "", q),
+            "\n<|im_start|>user\nMore<|im_end|>\n<|im_start|>assistant\n");
+  // Qwen3's system line is built from the message: no default.
+  EXPECT_EQ(chat_template_defaults(kQwen3).default_system, "");
+  EXPECT_FALSE(chat_template_defaults(kQwen25).llama31_system);
+}
+
+TEST(ChatTemplate, Llama31SystemBlockHasKnowledgeAndDateLines) {
+  const ChatTemplateDefaults d31 = chat_template_defaults(kLlama31);
+  ASSERT_TRUE(d31.llama31_system);
+  EXPECT_EQ(d31.knowledge_date, "December 2023");
+  EXPECT_EQ(d31.fixed_date, "26 Jul 2024");
+  EXPECT_EQ(render_chat_turn(ChatFamily::Llama3, {{"user", "Hi"}}, true, "2026-12-07", d31),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+            "Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  // 3.2 asks strftime_now for today's date; the system text follows the two lines, trimmed.
+  const ChatTemplateDefaults d32 = chat_template_defaults(kLlama32);
+  EXPECT_EQ(d32.fixed_date, "");
+  EXPECT_EQ(render_chat_turn(ChatFamily::Llama3, {{"system", " Be brief. "}, {"user", "Hi"}}, true, "2026-12-07", d32),
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n"
+            "Today Date: 07 Dec 2026\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(
+      render_chat_turn(ChatFamily::Llama3, {{"user", "More"}}, false, "2026-12-07", d32),
+      "<|start_header_id|>user<|end_header_id|>\n\nMore<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  // Llama 3.0's template has neither line: unchanged.
+  EXPECT_FALSE(chat_template_defaults("{{ '<|start_header_id|>' + message['role'] }}").llama31_system);
+}
+
 }  // namespace
 }  // namespace ss
