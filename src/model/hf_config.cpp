@@ -22,7 +22,13 @@ json read_json(const std::string& path) {
 
 std::string hf_chat_template(const std::string& dir) {
   const json j = read_json(dir + "/tokenizer_config.json");
-  if (!j.is_object() || !j.contains("chat_template")) return "";
+  if (!j.is_object() || !j.contains("chat_template")) {
+    if (auto text = read_text_file(dir + "/chat_template.jinja"); text.ok()) return text.value();
+    const json alt = read_json(dir + "/chat_template.json");
+    return alt.is_object() && alt.contains("chat_template") && alt["chat_template"].is_string()
+               ? alt["chat_template"].get<std::string>()
+               : "";
+  }
   const json& t = j["chat_template"];
   if (t.is_string()) return t.get<std::string>();
   if (t.is_array())

@@ -9,8 +9,9 @@
 namespace ss {
 
 // tokenizer_config.json's chat_template: a string, or a list of named
-// templates of which "default" is the one llama.cpp's converter keeps; ""
-// when there is none.
+// templates of which "default" is the one llama.cpp's converter keeps;
+// without one, chat_template.jinja (what newer transformers save) or
+// chat_template.json's, in gguf-py's order; "" when there is none.
 std::string hf_chat_template(const std::string& dir);
 
 // Every integer of eos_token_id (a number or a list) in config.json and

@@ -40,6 +40,16 @@ TEST(HfConfig, ChatTemplateAsStringOrNamedList) {
   write(dir + "/tokenizer_config.json",
         R"({"chat_template": [{"name": "tool_use", "template": "A"}, {"name": "default", "template": "B"}]})");
   EXPECT_EQ(hf_chat_template(dir), "B");
+  // Newer transformers save the template beside the config: the config's wins, then the .jinja file.
+  write(dir + "/chat_template.jinja", "J");
+  EXPECT_EQ(hf_chat_template(dir), "B");
+  write(dir + "/tokenizer_config.json", R"({"bos_token": "<s>"})");
+  EXPECT_EQ(hf_chat_template(dir), "J");
+  std::filesystem::remove(dir + "/chat_template.jinja");
+  write(dir + "/chat_template.json", R"({"chat_template": "P"})");
+  EXPECT_EQ(hf_chat_template(dir), "P");
+  write(dir + "/chat_template.json", R"(["not", "an object"])");
+  EXPECT_EQ(hf_chat_template(dir), "");
   std::filesystem::remove_all(dir);
 }
 
