@@ -65,7 +65,8 @@ int GenerateCommand::run() {
   if (!pols.ok()) return fail(pols.error().message);
   const StreamMode mode = pols.value()[0];
   const Tokenizer tok(model->vocab);
-  std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos);
+  // Special-token texts in the prompt are those tokens (llama.cpp's completion tool does the same).
+  std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos, /*parse_special=*/true);
   if (prompt.empty()) prompt.push_back(model->vocab.bos >= 0 ? model->vocab.bos : 0);
 
   auto eo_r = engine_options(model_, policy_, model->config);

@@ -498,7 +498,9 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
         for (int32_t t : p.ids) out.text += d.push(t);
         out.text += d.flush();
       } else {
-        out.tokens = tok.encode(p.text, first_turn && vocab.add_bos);
+        // Special-token texts ("<|im_start|>") are those tokens, as in
+        // llama.cpp's server and vLLM: hand-templated prompts work.
+        out.tokens = tok.encode(p.text, first_turn && vocab.add_bos, /*parse_special=*/true);
         out.text = p.text;
       }
     }

@@ -241,6 +241,27 @@ TEST(OpenAiFields, EchoedPromptLogprobsAreThePerplexityToolsScores) {
   EXPECT_EQ(status, 400);
 }
 
+// A hand-templated completion prompt: special-token texts become those
+// tokens (llama.cpp's server tokenizes with parse_special, vLLM's HF
+// tokenizer too), so "</s>" in a prompt is the end-of-sequence token.
+TEST(OpenAiFields, CompletionPromptsParseSpecialTokenTexts) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  Tokenizer tok(model->vocab);
+  const std::string prompt = "Lily had a cat.</s><s>Once upon";
+  const std::vector<int32_t> want = tok.encode(prompt, true, true);
+  ASSERT_NE(std::find(want.begin(), want.end(), model->vocab.eos), want.end());
+  const json r =
+      test::post(c, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 0}, {"logprobs", 0}, {"echo", true}});
+  const json& toks = r["choices"][0]["logprobs"]["tokens"];
+  ASSERT_EQ(toks.size(), want.size()) << r.dump();
+  EXPECT_EQ(r["usage"]["prompt_tokens"], want.size());
+  size_t named = 0;
+  for (const json& t : toks) named += t == "</s>" || t == "<s>";
+  EXPECT_EQ(named, 3u);  // BOS, the </s> and the <s> of the text
+}
+
 // Every generated token's logprob is the model's log-softmax at that step:
 // the engine scoring prompt + answer in one dense pass is the oracle
 // (positions stay under the server's 64-token window, so sinks = dense).
