@@ -27,7 +27,7 @@ struct ServerOptions {
   std::string model_name;  // empty: the model file or directory name
   ChatFamily chat = ChatFamily::Plain;
   ChatTemplateDefaults chat_defaults;  // what the model's template adds (default system, Llama 3.1 header)
-  size_t max_body_bytes = 1 << 20;  // every framing: Content-Length and chunked
+  size_t max_body_bytes = 1 << 20;     // every framing: Content-Length and chunked
   size_t max_header_bytes = 16 << 10;
   int max_header_fields = 100;
   int64_t max_prompt_tokens = 1 << 16;
