@@ -50,12 +50,6 @@ bool is_tokenizer_path(const std::string& p) {
   return p == "/tokenize" || p == "/detokenize" || p == "/tokenizer_info";
 }
 
-HttpReply json_reply(const json& j) {
-  HttpReply r;
-  r.body = encode_json(j);
-  return r;
-}
-
 json session_json(const SessionInfo& i) {
   return json{{"id", i.id},
               {"object", "session"},
@@ -75,6 +69,12 @@ json session_json(const SessionInfo& i) {
 }
 
 }  // namespace
+
+HttpReply json_reply(const json& j) {
+  HttpReply r;
+  r.body = encode_json(j);
+  return r;
+}
 
 HttpReply error_reply(const HttpError& e) {
   HttpReply r = json_reply(error_body(e.message, error_type(e.status), e.param));
@@ -394,12 +394,19 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   if (!parse_completion_body(r.body, chat, opts_.max_tokens_limit, cr, perr))
     return {error_reply({400, perr.message, perr.param}), nullptr};
   if (!cr.stream && cr.max_tokens < 0 && opts_.default_max_tokens > 0) cr.max_tokens = opts_.default_max_tokens;
-  auto gr = std::make_shared<GenerationRequest>();
-  gr->sampling = cr.sampling;
-  gr->max_tokens = cr.max_tokens;
-  gr->stop = cr.stop;
-  gr->ignore_eos = cr.ignore_eos;
-  gr->logprobs = cr.logprobs;
+  // Every choice's request takes the body's settings; the first also
+  // carries the session (lease, idempotency key).
+  auto new_request = [&] {
+    auto req = std::make_shared<GenerationRequest>();
+    req->sampling = cr.sampling;
+    req->max_tokens = cr.max_tokens;
+    req->stop = cr.stop;
+    req->ignore_eos = cr.ignore_eos;
+    req->logprobs = cr.logprobs;
+    req->json_object = cr.json_object;
+    return req;
+  };
+  auto gr = new_request();
   const std::string sid = cr.session_id.empty() ? r.header("X-Session-Id") : cr.session_id;
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
@@ -515,16 +522,8 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   // Choice i * n + j answers prompt i with seed + j (all the same when greedy).
   for (const Prepared& p : prompts) {
     for (int j = 0; j < cr.n; ++j) {
-      auto req = completion->choices.empty() ? gr : std::make_shared<GenerationRequest>();
-      if (req != gr) {
-        req->sampling = gr->sampling;
-        req->max_tokens = gr->max_tokens;
-        req->stop = gr->stop;
-        req->ignore_eos = gr->ignore_eos;
-        req->logprobs = gr->logprobs;
-      }
-      req->json_object = cr.json_object;
-      req->sampling.seed = gr->sampling.seed + static_cast<uint64_t>(j);
+      auto req = completion->choices.empty() ? gr : new_request();
+      req->sampling.seed = cr.sampling.seed + static_cast<uint64_t>(j);
       req->tokens = p.tokens;
       if (!chat) {
         req->answer_starts_text = first_turn && p.text.empty();

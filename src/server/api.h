@@ -64,6 +64,8 @@ struct HttpReply {
 };
 
 HttpReply error_reply(const HttpError& e);
+// A 200 with j as its JSON body.
+HttpReply json_reply(const nlohmann::json& j);
 
 // One completion in flight: formats what the scheduler produces.
 // Chat output: deltas for newly streamed text (done: the end, so nothing is

@@ -27,24 +27,16 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(ws) - b + 1);
 }
 
-std::string utc_date() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
-// today (YYYY-MM-DD, empty: now) as Llama 3.2's strftime_now("%d %b %Y").
-std::string day_month_year(const std::string& today) {
+// today (YYYY-MM-DD; empty or unreadable: the current UTC date) in fmt:
+// gpt-oss writes "%Y-%m-%d", Llama 3.2's strftime_now "%d %b %Y".
+std::string date_text(const std::string& today, const char* fmt) {
   std::tm tm{};
   if (today.empty() || !strptime(today.c_str(), "%Y-%m-%d", &tm)) {
     const std::time_t t = std::time(nullptr);
     gmtime_r(&t, &tm);
   }
   char buf[32];
-  std::strftime(buf, sizeof buf, "%d %b %Y", &tm);
+  std::strftime(buf, sizeof buf, fmt, &tm);
   return buf;
 }
 
@@ -137,7 +129,7 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
       if (first_turn && defaults.llama31_system) {
         // 3.1-3.3: a system block always, the first message's text (if it
         // is a system message) after the knowledge and date lines.
-        const std::string date = defaults.fixed_date.empty() ? day_month_year(today) : defaults.fixed_date;
+        const std::string date = defaults.fixed_date.empty() ? date_text(today, "%d %b %Y") : defaults.fixed_date;
         out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: " + defaults.knowledge_date +
                "\nToday Date: " + date + "\n\n";
         if (!msgs.empty() && msgs[0].role == "system") out += trim(msgs[from++].content);
@@ -184,7 +176,7 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
         out +=
             "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
             "Knowledge cutoff: 2024-06\nCurrent date: " +
-            (today.empty() ? utc_date() : today) +
+            (today.empty() ? date_text("", "%Y-%m-%d") : today) +
             "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included "
             "for every message.<|end|>";
         const std::string system = joined_system(msgs, /*trimmed=*/false);

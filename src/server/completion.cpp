@@ -81,13 +81,9 @@ std::string Completion::events(bool& done) {
     }
   }
   if (std::find(finished_.begin(), finished_.end(), false) != finished_.end()) return out;
-  const Generation& g = *choices[0];
-  json last = {{"id", g.id_},
-               {"object", g.chat_ ? "chat.completion.chunk" : "text_completion"},
-               {"created", g.created_},
-               {"model", g.model_},
-               {"choices", json::array()},
-               {"usage", usage()}};
+  json last = choices[0]->envelope(nullptr, nullptr, /*stream_chunk=*/true);
+  last["choices"] = json::array();
+  last["usage"] = usage();
   done = true;
   return out + "data: " + encode_json(last) + "\n\ndata: [DONE]\n\n";
 }
@@ -106,17 +102,11 @@ std::optional<HttpReply> Completion::poll_final() {
   if (!all) return std::nullopt;
   if (choices.size() == 1) return choices[0]->final_reply(texts_[0]);
   if (auto r = refused()) return r;
-  const Generation& g = *choices[0];
-  json body = {{"id", g.id_},
-               {"object", g.chat_ ? "chat.completion" : "text_completion"},
-               {"created", g.created_},
-               {"model", g.model_},
-               {"choices", json::array()}};
+  json body = choices[0]->envelope(nullptr, nullptr, /*stream_chunk=*/false);
+  body["choices"] = json::array();
   for (size_t i = 0; i < choices.size(); ++i) body["choices"].push_back(choices[i]->final_choice(texts_[i]));
   body["usage"] = usage();
-  HttpReply r;
-  r.body = encode_json(body);
-  return r;
+  return json_reply(body);
 }
 
 }  // namespace ss

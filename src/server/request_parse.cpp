@@ -13,10 +13,13 @@ namespace {
 
 using nlohmann::json;
 
+// The body names field k with a value (OpenAI clients send null for "unset").
+bool given(const json& j, const char* k) { return j.contains(k) && !j[k].is_null(); }
+
 // OpenAI's logit_bias: {"token id": bias in [-100, 100]}, at most 300
 // entries. Ids are checked against the vocabulary at submission.
 std::string parse_logit_bias(const json& j, SamplingParams& s) {
-  if (!j.contains("logit_bias") || j["logit_bias"].is_null()) return "";
+  if (!given(j, "logit_bias")) return "";
   const json& b = j["logit_bias"];
   if (!b.is_object()) return "'logit_bias' must be an object of token id -> bias";
   if (b.size() > 300) return "'logit_bias' has more than 300 entries";
@@ -37,8 +40,8 @@ std::string parse_logit_bias(const json& j, SamplingParams& s) {
 // completions: logprobs as the number of alternatives (0-20). -1: off.
 std::string parse_logprobs(const json& j, bool chat, int& out) {
   out = -1;
-  const bool has = j.contains("logprobs") && !j["logprobs"].is_null();
-  const bool has_top = j.contains("top_logprobs") && !j["top_logprobs"].is_null();
+  const bool has = given(j, "logprobs");
+  const bool has_top = given(j, "top_logprobs");
   const std::string range = "[0, " + std::to_string(kMaxTopLogprobs) + "]";
   if (chat) {
     if (has && !j["logprobs"].is_boolean()) return "'logprobs' must be a boolean";
@@ -103,36 +106,35 @@ std::string parse_prompts(const json& j, CompletionRequest& out) {
 // when they ask for something, rather than silently ignored: a client that
 // asks for JSON output or tool calls must not get free text it trusts.
 std::string refuse_unsupported(const json& j, bool chat) {
-  auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
-  if (given("response_format")) {
+  if (given(j, "response_format")) {
     const json& f = j["response_format"];
     if (!f.is_object() || !f.contains("type") || (f["type"] != "text" && f["type"] != "json_object"))
       return "'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"} (JSON schemas are "
              "not supported)";
   }
   for (const char* k : {"tools", "functions"})
-    if (given(k) && !(j[k].is_array() && j[k].empty())) return std::string("'") + k + "' (tool calls) is not supported";
-  if (given("tool_choice") && j["tool_choice"] != "none" && j["tool_choice"] != "auto")
+    if (given(j, k) && !(j[k].is_array() && j[k].empty()))
+      return std::string("'") + k + "' (tool calls) is not supported";
+  if (given(j, "tool_choice") && j["tool_choice"] != "none" && j["tool_choice"] != "auto")
     return "'tool_choice' is not supported (no tool calls)";
-  if (!chat && given("suffix") && !(j["suffix"].is_string() && j["suffix"].get<std::string>().empty()))
+  if (!chat && given(j, "suffix") && !(j["suffix"].is_string() && j["suffix"].get<std::string>().empty()))
     return "'suffix' (insertion) is not supported";
-  if (given("best_of") && !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() <= 1))
+  if (given(j, "best_of") && !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() <= 1))
     return "'best_of' > 1 is not supported (ask for 'n' choices and score them with 'logprobs')";
   return "";
 }
 
 // Fields shared by both completion endpoints; returns an error message or "".
 std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens_limit, bool& stream, int& n) {
-  auto given = [&](const char* k) { return j.contains(k) && !j[k].is_null(); };
   auto num = [&](const char* k, double lo, double hi, double& out) -> std::string {
-    if (!given(k)) return "";
+    if (!given(j, k)) return "";
     if (!j[k].is_number()) return std::string("'") + k + "' must be a number";
     out = j[k].get<double>();
     if (!(out >= lo && out <= hi)) return std::string("'") + k + "' is out of range";
     return "";
   };
   auto integer = [&](const char* k, int64_t lo, int64_t hi, int64_t& out) -> std::string {
-    if (!given(k)) return "";
+    if (!given(j, k)) return "";
     if (!j[k].is_number_integer()) return std::string("'") + k + "' must be an integer";
     out = j[k].get<int64_t>();
     if (out < lo || out > hi)
@@ -150,9 +152,9 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
   if (top_p <= 0) return "'top_p' must be > 0";
   if (auto e = integer("top_k", -1, INT32_MAX, top_k); !e.empty()) return e;
   if (auto e = num("min_p", 0, 1, min_p); !e.empty()) return e;
-  if (given("repeat_penalty") && given("repetition_penalty"))
+  if (given(j, "repeat_penalty") && given(j, "repetition_penalty"))
     return "give 'repeat_penalty' or 'repetition_penalty', not both";
-  const char* repeat_key = given("repetition_penalty") ? "repetition_penalty" : "repeat_penalty";
+  const char* repeat_key = given(j, "repetition_penalty") ? "repetition_penalty" : "repeat_penalty";
   if (auto e = num(repeat_key, 0, 10, repeat); !e.empty()) return e;
   if (repeat <= 0) return std::string("'") + repeat_key + "' must be > 0";
   if (auto e = integer("repeat_last_n", 0, kMaxPenaltyWindow, last_n); !e.empty()) return e;
@@ -168,19 +170,19 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
   s.presence_penalty = static_cast<float>(presence);
   if (auto e = parse_logit_bias(j, s); !e.empty()) return e;
   s.seed = std::random_device{}();
-  if (given("seed")) {
+  if (given(j, "seed")) {
     if (!j["seed"].is_number_integer()) return "'seed' must be an integer";
     s.seed = static_cast<uint64_t>(j["seed"].get<int64_t>());
   }
   // max_completion_tokens is OpenAI's newer name; it wins where both are sent.
-  const char* max_key = given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  if (given(max_key)) {
+  const char* max_key = given(j, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  if (given(j, max_key)) {
     if (!j[max_key].is_number_integer()) return std::string("'") + max_key + "' must be an integer";
     r.max_tokens = j[max_key].get<int64_t>();
     if (r.max_tokens < 0) return std::string("'") + max_key + "' must be >= 0";
   }
   if (max_tokens_limit > 0 && (r.max_tokens < 0 || r.max_tokens > max_tokens_limit)) r.max_tokens = max_tokens_limit;
-  if (j.contains("stop") && !j["stop"].is_null()) {
+  if (given(j, "stop")) {
     if (j["stop"].is_string())
       r.stop.push_back(j["stop"].get<std::string>());
     else if (j["stop"].is_array() && j["stop"].size() <= static_cast<size_t>(kMaxStops)) {
@@ -192,17 +194,17 @@ std::string parse_common(const json& j, GenerationRequest& r, int64_t max_tokens
       return "'stop' must be a string or an array of up to " + std::to_string(kMaxStops) + " strings";
     }
   }
-  if (j.contains("n") && !j["n"].is_null()) {
+  if (given(j, "n")) {
     if (!j["n"].is_number_integer() || j["n"].get<int64_t>() < 1 || j["n"].get<int64_t>() > kMaxChoices)
       return "'n' must be an integer in [1, " + std::to_string(kMaxChoices) + "]";
     n = static_cast<int>(j["n"].get<int64_t>());
   }
-  if (j.contains("ignore_eos") && !j["ignore_eos"].is_null()) {
+  if (given(j, "ignore_eos")) {
     if (!j["ignore_eos"].is_boolean()) return "'ignore_eos' must be a boolean";
     r.ignore_eos = j["ignore_eos"].get<bool>();
   }
   stream = false;
-  if (j.contains("stream") && !j["stream"].is_null()) {
+  if (given(j, "stream")) {
     if (!j["stream"].is_boolean()) return "'stream' must be a boolean";
     stream = j["stream"].get<bool>();
   }
@@ -257,7 +259,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     err = {e, chat ? "top_logprobs" : "logprobs"};
     return false;
   }
-  if (!chat && j.contains("echo") && !j["echo"].is_null()) {
+  if (!chat && given(j, "echo")) {
     if (!j["echo"].is_boolean()) {
       err = {"'echo' must be a boolean", "echo"};
       return false;
@@ -271,7 +273,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
   out.max_tokens = gr.max_tokens;
   out.stop = gr.stop;
   out.ignore_eos = gr.ignore_eos;
-  if (j.contains("session_id") && !j["session_id"].is_null()) {
+  if (given(j, "session_id")) {
     if (!j["session_id"].is_string()) {
       err = {"'session_id' must be a string", "session_id"};
       return false;

@@ -2,19 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "server/json_text.h"
-
 namespace ss {
 
 namespace {
 
 using nlohmann::json;
-
-HttpReply reply_of(const json& j) {
-  HttpReply r;
-  r.body = encode_json(j);
-  return r;
-}
 
 HttpReply bad(const std::string& message, const std::string& param) { return error_reply({400, message, param}); }
 
@@ -57,7 +49,7 @@ HttpReply tokenize_reply(const Tokenizer& tok, const Model& model, const std::st
     else
       tokens.push_back(id);
   }
-  return reply_of({{"tokens", tokens}, {"count", ids.size()}, {"max_model_len", model.config.trained_context}});
+  return json_reply({{"tokens", tokens}, {"count", ids.size()}, {"max_model_len", model.config.trained_context}});
 }
 
 HttpReply detokenize_reply(const Tokenizer& tok, const std::string& body) {
@@ -72,7 +64,7 @@ HttpReply detokenize_reply(const Tokenizer& tok, const std::string& body) {
     ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
   }
   const std::string text = tok.decode(ids);
-  return reply_of({{"prompt", text}, {"content", text}});
+  return json_reply({{"prompt", text}, {"content", text}});
 }
 
 HttpReply tokenizer_info_reply(const Model& model) {
@@ -83,7 +75,7 @@ HttpReply tokenizer_info_reply(const Model& model) {
                {"unk_token", named(v.unk)},       {"add_bos_token", v.add_bos},
                {"vocab_size", v.size()},          {"model_max_length", model.config.trained_context}};
   info["chat_template"] = v.chat_template.empty() ? json(nullptr) : json(v.chat_template);
-  return reply_of(info);
+  return json_reply(info);
 }
 
 }  // namespace ss
