@@ -1,34 +1,157 @@
 #include "sample/json_grammar.h"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace ss {
 
 namespace {
 
+constexpr uint32_t kMaxSchemaDigits = 16;  // per number part, as llama.cpp's schema grammars
+constexpr int kMaxAliasDepth = 8;          // anyOf inside anyOf, without a value in between
+
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+uint64_t bit(int i) { return uint64_t{1} << i; }
+uint64_t first_bits(size_t n) { return n >= 64 ? ~uint64_t{0} : bit(static_cast<int>(n)) - 1; }
+
+// What one byte of a string's body (after the opening quote) is.
+enum class StrByte { Bad, Closes, Char, Cont };  // Char: a character starts (counted for lengths)
+
+template <typename At>
+StrByte string_byte(uint8_t& str, char c, At body, At escape, At hex1, At hex4) {
+  if (str == body) {
+    if (c == '"') return StrByte::Closes;
+    if (c == '\\') {
+      str = escape;
+      return StrByte::Char;
+    }
+    if (static_cast<unsigned char>(c) < 0x20) return StrByte::Bad;
+    return (static_cast<unsigned char>(c) & 0xC0) == 0x80 ? StrByte::Cont : StrByte::Char;
+  }
+  if (str == escape) {
+    if (c == 'u') {
+      str = hex1;
+      return StrByte::Cont;
+    }
+    if (c != '\0' && std::strchr("\"\\/bfnrt", c)) {
+      str = body;
+      return StrByte::Cont;
+    }
+    return StrByte::Bad;
+  }
+  if (!is_hex(c)) return StrByte::Bad;  // one of the four digits of \uXXXX
+  str = str == hex4 ? static_cast<uint8_t>(body) : static_cast<uint8_t>(str + 1);
+  return StrByte::Cont;
+}
+
+// Bytes that stay inside a string body as they are (no quote, backslash or
+// control byte); `chars`: the characters they start.
+bool plain_text(const std::string& b, uint32_t& chars) {
+  chars = 0;
+  for (char c : b) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || c == '"' || c == '\\') return false;
+    chars += (u & 0xC0) != 0x80;
+  }
+  return true;
+}
 
 }  // namespace
+
+JsonGrammar::JsonGrammar() : JsonGrammar(JsonSchema::any_object()) {}
+
+JsonGrammar::JsonGrammar(std::shared_ptr<const JsonSchema> schema) : schema_(std::move(schema)) {
+  readings_.reserve(kMaxReadings);
+  Reading& r = readings_.emplace_back();
+  r.depth = 1;
+  r.f[0] = Frame{};
+  r.f[0].node = schema_->root();
+  r.f[0].kind = Kind::Root;
+  r.f[0].at = kBefore;
+}
+
+void JsonGrammar::copy_reading(Reading& to, const Reading& from) {
+  to.depth = from.depth;
+  to.ws = from.ws;
+  to.ws_indent = from.ws_indent;
+  std::copy_n(from.f.begin(), from.depth, to.f.begin());
+}
+
+void JsonGrammar::copy_from(const JsonGrammar& o) {
+  if (readings_.size() > o.readings_.size()) readings_.resize(o.readings_.size());
+  while (readings_.size() < o.readings_.size()) readings_.emplace_back();
+  for (size_t i = 0; i < o.readings_.size(); ++i) copy_reading(readings_[i], o.readings_[i]);
+  forks_.clear();
+}
 
 bool JsonGrammar::feed(std::string_view bytes) {
   JsonGrammar next = *this;
   for (char c : bytes)
-    if (!next.step(c)) return false;
-  *this = std::move(next);
+    if (!next.step_all(c)) return false;
+  copy_from(next);
   return true;
+}
+
+bool JsonGrammar::complete() const {
+  for (const Reading& r : readings_)
+    if (r.depth != 1 || r.f[0].at != kDone) return false;
+  return !readings_.empty();
+}
+
+bool JsonGrammar::number_may_end(const Frame& f) {
+  return f.at == kZero || f.at == kInt || f.at == kFrac || f.at == kExpDigits;
+}
+
+bool JsonGrammar::can_end() const {
+  for (const Reading& r : readings_) {
+    if (r.depth == 1 && r.f[0].at == kDone) return true;
+    if (r.depth != 2) continue;
+    const Frame& t = r.f[1];
+    if (t.kind == Kind::Number && number_may_end(t)) return true;
+    if (t.kind == Kind::Literal)
+      for (size_t i = 0; i < t.node->texts.size(); ++i)
+        if ((t.cand & bit(static_cast<int>(i))) && t.node->texts[i].size() == t.pos) return true;
+  }
+  return false;
 }
 
 size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<float> logits) const {
   size_t allowed = 0;
+  JsonGrammar g = *this;  // scratch: each token starts from a copy of this state
+  // Whether each first byte can come next, learned on first sight: most
+  // tokens fail there, and need no copy of the state to know it.
+  std::array<int8_t, 256> first;
+  first.fill(-1);
+  // Inside a string value in every reading, a token of plain characters
+  // (no quote, backslash or control byte) only needs room for its length.
+  bool in_string = true;
+  uint32_t room = 0;
+  for (const Reading& r : readings_) {
+    const Frame& t = r.top();
+    in_string = in_string && t.kind == Kind::String && t.str == kBody;
+    if (in_string) room = std::max(room, t.node->max_length - t.count);
+  }
   for (size_t id = 0; id < token_bytes.size() && id < logits.size(); ++id) {
     const std::string& b = token_bytes[id];
     bool ok = !b.empty();
-    if (ok) {
-      JsonGrammar g = *this;
-      for (char c : b)
-        if (!(ok = g.step(c))) break;
+    uint32_t chars = 0;
+    if (ok && in_string && plain_text(b, chars)) {
+      ok = chars <= room;
+    } else if (ok) {
+      int8_t& known = first[static_cast<unsigned char>(b[0])];
+      if (known < 0) {
+        g.copy_from(*this);
+        known = g.step_all(b[0]) ? 1 : 0;
+      }
+      ok = known == 1;
+      if (ok) {
+        g.copy_from(*this);
+        for (char c : b)
+          if (!(ok = g.step_all(c))) break;
+      }
     }
     if (ok)
       ++allowed;
@@ -39,179 +162,315 @@ size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<flo
   return allowed;
 }
 
-bool JsonGrammar::value_start(char c) {
-  switch (c) {
-    case '{':
-    case '[':
-      if (static_cast<int>(stack_.size()) >= kMaxDepth) return false;
-      stack_.push_back(c);
-      state_ = c == '{' ? State::ObjectFirst : State::ArrayFirst;
+bool JsonGrammar::step_all(char c) {
+  forks_.clear();
+  size_t kept = 0;
+  for (size_t i = 0; i < readings_.size(); ++i) {
+    if (!step(readings_[i], c)) continue;
+    if (kept != i) copy_reading(readings_[kept], readings_[i]);
+    ++kept;
+  }
+  readings_.resize(kept);
+  for (const Reading& f : forks_)
+    if (readings_.size() < static_cast<size_t>(kMaxReadings)) readings_.push_back(f);
+  forks_.clear();
+  return !readings_.empty();
+}
+
+bool JsonGrammar::space(Reading& r, char c) const {
+  switch (r.ws) {
+    case kWsNone:
+      if (c != ' ' && c != '\n') return false;
+      r.ws = c == ' ' ? kWsSpace : kWsNewline;
       return true;
-    case '"':
-      key_ = false;
-      state_ = State::String;
-      return true;
-    case '-':
-      state_ = State::Minus;
-      return true;
-    case '0':
-      state_ = State::Zero;
-      return true;
-    case 't':
-      literal_ = "rue";
-      state_ = State::Literal;
-      return true;
-    case 'f':
-      literal_ = "alse";
-      state_ = State::Literal;
-      return true;
-    case 'n':
-      literal_ = "ull";
-      state_ = State::Literal;
-      return true;
-    default:
-      if (c >= '1' && c <= '9') {
-        state_ = State::Int;
+    case kWsSpace:
+      return false;
+    case kWsNewline:
+      if (c == '\n') {
+        r.ws = kWsTwoNewlines;
         return true;
       }
+      [[fallthrough]];
+    default:
+      if ((c != ' ' && c != '\t') || r.ws_indent >= kMaxWhitespace) return false;
+      r.ws = kWsIndent;
+      ++r.ws_indent;
+      return true;
+  }
+}
+
+bool JsonGrammar::push(Reading& r, const Frame& f) const {
+  const bool container = f.kind == Kind::Object || f.kind == Kind::Array;
+  if (container && r.depth - 1 >= kMaxDepth) return false;  // every frame above the root is a container
+  r.f[r.depth++] = f;
+  return true;
+}
+
+// The value on top closed: its container (or the root) takes it.
+bool JsonGrammar::value_done(Reading& r) const {
+  --r.depth;
+  Frame& p = r.top();
+  switch (p.kind) {
+    case Kind::Root:
+      p.at = kDone;
+      return true;
+    case Kind::Object:
+      if (p.prop >= 0) p.seen |= bit(p.prop);
+      p.at = kAfter;
+      return true;
+    case Kind::Array:
+      ++p.count;
+      p.at = kArrAfter;
+      return true;
+    default:
       return false;
   }
 }
 
-// A value ended inside its container (the top level is always an object).
-bool JsonGrammar::after_value(char c) {
-  const char top = stack_.back();
-  if (c == ',') {
-    state_ = top == '{' ? State::Key : State::Value;
-    return true;
-  }
-  if ((c == '}' && top == '{') || (c == ']' && top == '[')) {
-    stack_.pop_back();
-    state_ = stack_.empty() ? State::Done : State::AfterValue;
-    return true;
+// c is the first byte of a value that schema node n describes.
+bool JsonGrammar::start_value(Reading& r, const SchemaNode* n, char c, int alias_depth) {
+  using K = SchemaNode::Kind;
+  Frame f{};
+  f.node = n;
+  switch (n->kind) {
+    case K::AnyOf: {
+      if (alias_depth >= kMaxAliasDepth) return false;
+      Reading base, trial;
+      copy_reading(base, r);
+      bool any = false;
+      for (const SchemaNode* alt : n->alternatives) {
+        copy_reading(trial, base);
+        if (!start_value(trial, alt, c, alias_depth + 1)) continue;
+        if (!any)
+          copy_reading(r, trial);
+        else if (readings_.size() + forks_.size() < static_cast<size_t>(kMaxReadings))
+          forks_.push_back(trial);
+        any = true;
+      }
+      return any;
+    }
+    case K::Any:
+      if (c == '{') return start_value(r, schema_->any_object_node(), c, alias_depth);
+      if (c == '[') return start_value(r, schema_->any_array_node(), c, alias_depth);
+      if (c == '"') return start_value(r, schema_->any_string_node(), c, alias_depth);
+      if (c == '-' || is_digit(c)) return start_value(r, schema_->any_number_node(), c, alias_depth);
+      return start_value(r, schema_->any_literal_node(), c, alias_depth);
+    case K::Object:
+      if (c != '{') return false;
+      f.kind = Kind::Object;
+      f.at = kFirst;
+      f.prop = -1;
+      return push(r, f);
+    case K::Array:
+      if (c != '[') return false;
+      f.kind = Kind::Array;
+      f.at = kArrFirst;
+      return push(r, f);
+    case K::String:
+      if (c != '"') return false;
+      f.kind = Kind::String;
+      f.str = kBody;
+      return push(r, f);
+    case K::Number:
+    case K::Integer:
+      f.kind = Kind::Number;
+      f.count = 1;
+      if (c == '-') {
+        f.at = kMinus;
+        f.count = 0;
+      } else if (c == '0') {
+        f.at = kZero;
+      } else if (is_digit(c)) {
+        f.at = kInt;
+      } else {
+        return false;
+      }
+      return push(r, f);
+    case K::Literal: {
+      f.kind = Kind::Literal;
+      for (size_t i = 0; i < n->texts.size(); ++i)
+        if (n->texts[i][0] == c) f.cand |= bit(static_cast<int>(i));
+      if (f.cand == 0 || !push(r, f)) return false;
+      return literal_advanced(r);
+    }
   }
   return false;
 }
 
-bool JsonGrammar::end_value(char c) {
-  state_ = State::AfterValue;
-  return space(c) || after_value(c);
+bool JsonGrammar::object_step(Reading& r, char c) {
+  Frame& t = r.top();
+  const SchemaNode& n = *t.node;
+  const uint64_t declared = first_bits(n.properties.size());
+  const bool more_keys = n.additional || (declared & ~t.seen) != 0;
+  const bool may_close = (t.seen & n.required) == n.required;
+  switch (t.at) {
+    case kFirst:
+      if (space(r, c)) return true;
+      if (c == '}') return may_close && value_done(r);
+      [[fallthrough]];
+    case kKeyNext:
+      if (space(r, c)) return true;
+      if (c != '"' || !more_keys) return false;
+      t.at = kInKey;
+      t.str = kBody;
+      t.pos = 0;
+      t.cand = declared;
+      return true;
+    case kInKey: {
+      const StrByte b = string_byte<StrAt>(t.str, c, kBody, kEscape, kHex1, kHex4);
+      if (b == StrByte::Bad) return false;
+      if (b == StrByte::Closes) {
+        t.at = kColon;
+        for (size_t i = 0; i < n.properties.size(); ++i) {
+          if (!(t.cand & bit(static_cast<int>(i))) || n.properties[i].key.size() != t.pos) continue;
+          if (t.seen & bit(static_cast<int>(i))) return false;  // a key twice
+          t.prop = static_cast<int8_t>(i);
+          return true;
+        }
+        t.prop = -1;
+        return n.additional != nullptr;
+      }
+      uint64_t keep = 0;
+      for (size_t i = 0; i < n.properties.size(); ++i) {
+        const std::string& key = n.properties[i].key;
+        if ((t.cand & bit(static_cast<int>(i))) && t.pos < key.size() && key[t.pos] == c) keep |= bit(static_cast<int>(i));
+      }
+      t.cand = keep;
+      ++t.pos;
+      return n.additional || (keep & ~t.seen) != 0;
+    }
+    case kColon:
+      if (space(r, c)) return true;
+      if (c != ':') return false;
+      t.at = kValue;
+      return true;
+    case kValue:
+      if (space(r, c)) return true;
+      return start_value(r, t.prop >= 0 ? n.properties[static_cast<size_t>(t.prop)].node : n.additional, c, 0);
+    case kAfter:
+      if (space(r, c)) return true;
+      if (c == ',') {
+        t.at = kKeyNext;
+        return more_keys;
+      }
+      return c == '}' && may_close && value_done(r);
+  }
+  return false;
 }
 
-bool JsonGrammar::space(char c) {
-  if (!is_ws(c) || ws_run_ >= kMaxWhitespace) return false;
-  ++ws_run_;
+bool JsonGrammar::array_step(Reading& r, char c) {
+  Frame& t = r.top();
+  const SchemaNode& n = *t.node;
+  switch (t.at) {
+    case kArrFirst:
+      if (space(r, c)) return true;
+      if (c == ']') return n.min_items == 0 && value_done(r);
+      if (n.max_items == 0) return false;
+      t.at = kArrValue;
+      return start_value(r, n.items, c, 0);
+    case kArrValue:
+      if (space(r, c)) return true;
+      return start_value(r, n.items, c, 0);
+    case kArrAfter:
+      if (space(r, c)) return true;
+      if (c == ',') {
+        t.at = kArrValue;
+        return t.count < n.max_items;
+      }
+      return c == ']' && t.count >= n.min_items && value_done(r);
+  }
+  return false;
+}
+
+bool JsonGrammar::number_step(Reading& r, char c) {
+  Frame& t = r.top();
+  const bool integer = t.node->kind == SchemaNode::Kind::Integer;
+  const bool room = !t.node->bounded_digits || t.count < kMaxSchemaDigits;  // for one more digit
+  auto to = [&](NumberAt at, uint32_t count) {
+    t.at = at;
+    t.count = count;
+    return true;
+  };
+  switch (t.at) {
+    case kMinus:
+      if (c == '0') return to(kZero, 1);
+      if (is_digit(c)) return to(kInt, 1);
+      return false;
+    case kInt:
+    case kFrac:
+    case kExpDigits:
+      if (is_digit(c)) return room && to(static_cast<NumberAt>(t.at), t.count + 1);
+      [[fallthrough]];
+    case kZero:
+      if (c == '.' && t.at != kFrac && t.at != kExpDigits) return !integer && to(kDot, 0);
+      if ((c == 'e' || c == 'E') && t.at != kExpDigits) return !integer && to(kExp, 0);
+      return value_done(r) && step(r, c);  // c belongs to what follows the number
+    case kDot:
+      return is_digit(c) && to(kFrac, 1);
+    case kExp:
+      if (c == '+' || c == '-') return to(kExpSign, 0);
+      [[fallthrough]];
+    case kExpSign:
+      return is_digit(c) && to(kExpDigits, 1);
+  }
+  return false;
+}
+
+bool JsonGrammar::literal_step(Reading& r, char c) {
+  Frame& t = r.top();
+  const std::vector<std::string>& texts = t.node->texts;
+  uint64_t keep = 0;
+  bool whole_number = false;  // a number text matched to its end: c may follow it
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (!(t.cand & bit(static_cast<int>(i)))) continue;
+    if (t.pos < texts[i].size())
+      keep |= texts[i][t.pos] == c ? bit(static_cast<int>(i)) : 0;
+    else
+      whole_number = true;
+  }
+  if (keep == 0) return whole_number && value_done(r) && step(r, c);
+  t.cand = keep;
+  return literal_advanced(r);
+}
+
+// The top literal matched one more byte. A whole text that does not end in
+// a digit closes itself (strings, containers, true/false/null); a number
+// waits for the byte after it.
+bool JsonGrammar::literal_advanced(Reading& r) const {
+  Frame& t = r.top();
+  const std::vector<std::string>& texts = t.node->texts;
+  ++t.pos;
+  for (size_t i = 0; i < texts.size(); ++i)
+    if ((t.cand & bit(static_cast<int>(i))) && texts[i].size() == t.pos && !is_digit(texts[i].back()))
+      return value_done(r);
   return true;
 }
 
-bool JsonGrammar::step(char c) {
-  if (!is_ws(c)) ws_run_ = 0;
-  switch (state_) {
-    case State::Start:
-      if (space(c)) return true;
-      if (c != '{') return false;
-      stack_.push_back('{');
-      state_ = State::ObjectFirst;
+bool JsonGrammar::step(Reading& r, char c) {
+  if (!is_ws(c)) {
+    r.ws = kWsNone;
+    r.ws_indent = 0;
+  }
+  Frame& t = r.top();
+  switch (t.kind) {
+    case Kind::Root:
+      if (space(r, c)) return true;
+      return t.at == kBefore && start_value(r, t.node, c, 0);
+    case Kind::Object:
+      return object_step(r, c);
+    case Kind::Array:
+      return array_step(r, c);
+    case Kind::Number:
+      return number_step(r, c);
+    case Kind::Literal:
+      return literal_step(r, c);
+    case Kind::String: {
+      const StrByte b = string_byte<StrAt>(t.str, c, kBody, kEscape, kHex1, kHex4);
+      if (b == StrByte::Bad) return false;
+      if (b == StrByte::Closes) return t.count >= t.node->min_length && value_done(r);
+      if (b == StrByte::Char && t.count++ >= t.node->max_length) return false;
       return true;
-    case State::Done:
-      return space(c);
-    case State::Value:
-      return space(c) || value_start(c);
-    case State::ArrayFirst:
-      if (space(c)) return true;
-      if (c == ']') return after_value(c);
-      return value_start(c);
-    case State::ObjectFirst:
-      if (space(c)) return true;
-      if (c == '}') return after_value(c);
-      [[fallthrough]];
-    case State::Key:
-      if (space(c)) return true;
-      if (c != '"') return false;
-      key_ = true;
-      state_ = State::String;
-      return true;
-    case State::Colon:
-      if (space(c)) return true;
-      if (c != ':') return false;
-      state_ = State::Value;
-      return true;
-    case State::AfterValue:
-      return space(c) || after_value(c);
-    case State::String:
-      if (c == '"') {
-        state_ = key_ ? State::Colon : State::AfterValue;
-        return true;
-      }
-      if (c == '\\') {
-        state_ = State::Escape;
-        return true;
-      }
-      return static_cast<unsigned char>(c) >= 0x20;
-    case State::Escape:
-      if (c == 'u') {
-        hex_left_ = 4;
-        state_ = State::Hex;
-        return true;
-      }
-      if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't') {
-        state_ = State::String;
-        return true;
-      }
-      return false;
-    case State::Hex:
-      if (!is_hex(c)) return false;
-      if (--hex_left_ == 0) state_ = State::String;
-      return true;
-    case State::Minus:
-      if (c == '0') {
-        state_ = State::Zero;
-        return true;
-      }
-      if (is_digit(c)) {
-        state_ = State::Int;
-        return true;
-      }
-      return false;
-    case State::Zero:
-    case State::Int:
-      if (state_ == State::Int && is_digit(c)) return true;
-      if (c == '.') {
-        state_ = State::Dot;
-        return true;
-      }
-      if (c == 'e' || c == 'E') {
-        state_ = State::Exp;
-        return true;
-      }
-      return end_value(c);
-    case State::Dot:
-      if (!is_digit(c)) return false;
-      state_ = State::Frac;
-      return true;
-    case State::Frac:
-      if (is_digit(c)) return true;
-      if (c == 'e' || c == 'E') {
-        state_ = State::Exp;
-        return true;
-      }
-      return end_value(c);
-    case State::Exp:
-      if (c == '+' || c == '-') {
-        state_ = State::ExpSign;
-        return true;
-      }
-      [[fallthrough]];
-    case State::ExpSign:
-      if (!is_digit(c)) return false;
-      state_ = State::ExpDigits;
-      return true;
-    case State::ExpDigits:
-      return is_digit(c) || end_value(c);
-    case State::Literal:
-      if (c != *literal_) return false;
-      if (*++literal_ == '\0') state_ = State::AfterValue;
-      return true;
+    }
   }
   return false;
 }

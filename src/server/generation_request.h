@@ -8,10 +8,12 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "sample/json_schema.h"
 #include "sample/logprobs.h"
 #include "sample/sampler.h"
 
@@ -35,9 +37,10 @@ struct GenerationRequest {
   // echo with logprobs: every prompt token gets an entry (given the tokens
   // before it) ahead of the answer's.
   bool score_prompt = false;
-  // JSON mode: only tokens that keep the answer a prefix of a JSON object
-  // are sampled, and the answer ends when the object closes.
-  bool json_object = false;
+  // Structured output: only tokens that keep the answer a prefix of a JSON
+  // text this schema accepts are sampled, and the answer ends when the
+  // value closes (or, a top-level number, at end-of-generation). Null: free text.
+  std::shared_ptr<const JsonSchema> json_schema;
   std::string session_id;  // empty: a one-off sequence
   // Held for the turn when replicas share the state directory
   // (server/session_lease.h); released once the turn is saved.

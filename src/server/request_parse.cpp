@@ -106,12 +106,6 @@ std::string parse_prompts(const json& j, CompletionRequest& out) {
 // when they ask for something, rather than silently ignored: a client that
 // asks for JSON output or tool calls must not get free text it trusts.
 std::string refuse_unsupported(const json& j, bool chat) {
-  if (given(j, "response_format")) {
-    const json& f = j["response_format"];
-    if (!f.is_object() || !f.contains("type") || (f["type"] != "text" && f["type"] != "json_object"))
-      return "'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"} (JSON schemas are "
-             "not supported)";
-  }
   for (const char* k : {"tools", "functions"})
     if (given(j, k) && !(j[k].is_array() && j[k].empty()))
       return std::string("'") + k + "' (tool calls) is not supported";
@@ -121,6 +115,40 @@ std::string refuse_unsupported(const json& j, bool chat) {
     return "'suffix' (insertion) is not supported";
   if (given(j, "best_of") && !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() <= 1))
     return "'best_of' > 1 is not supported (ask for 'n' choices and score them with 'logprobs')";
+  return "";
+}
+
+// response_format: {"type": "text"}, {"type": "json_object"} (llama.cpp
+// also takes a "schema" there), or OpenAI's {"type": "json_schema",
+// "json_schema": {"name": ..., "schema": {...}, "strict": ...}}. A schema
+// that does not compile is the client's error, named with its place.
+std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out) {
+  out.reset();
+  if (!given(j, "response_format")) return "";
+  const json& f = j["response_format"];
+  const std::string kShapes =
+      "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": "
+      "\"json_schema\", \"json_schema\": {\"schema\": {...}}}";
+  if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) return kShapes;
+  const std::string type = f["type"].get<std::string>();
+  if (type == "text") return "";
+  const json* schema = nullptr;
+  if (type == "json_object") {
+    if (!f.contains("schema")) {
+      out = JsonSchema::any_object();
+      return "";
+    }
+    schema = &f["schema"];
+  } else if (type == "json_schema") {
+    if (!f.contains("json_schema") || !f["json_schema"].is_object() || !f["json_schema"].contains("schema"))
+      return kShapes;
+    schema = &f["json_schema"]["schema"];
+  } else {
+    return kShapes;
+  }
+  auto compiled = JsonSchema::compile(*schema);
+  if (!compiled.ok()) return compiled.error().message;
+  out = *compiled;
   return "";
 }
 
@@ -266,8 +294,10 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     }
     out.echo = j["echo"].get<bool>();
   }
-  out.json_object = j.contains("response_format") && j["response_format"].is_object() &&
-                    j["response_format"]["type"] == "json_object";
+  if (auto e = parse_response_format(j, out.json_schema); !e.empty()) {
+    err = {e, "response_format"};
+    return false;
+  }
   out.chat = chat;
   out.sampling = gr.sampling;
   out.max_tokens = gr.max_tokens;

@@ -2,9 +2,11 @@
 // Parsing of completion request bodies (untrusted bytes from the network),
 // apart from the HTTP plumbing so it can be fuzzed and tested alone.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "sample/json_schema.h"
 #include "sample/sampler.h"
 #include "server/chat_template.h"
 
@@ -23,7 +25,9 @@ struct CompletionRequest {
   std::vector<Prompt> prompts;
   int n = 1;                 // choices per prompt
   bool echo = false;         // completions: the prompt precedes the answer (and is scored with logprobs)
-  bool json_object = false;  // response_format json_object: the answer is one JSON object
+  // response_format json_object (any object) or json_schema: the answer is
+  // one JSON text the schema accepts. Null: free text.
+  std::shared_ptr<const JsonSchema> json_schema;
   SamplingParams sampling;
   int64_t max_tokens = -1;
   std::vector<std::string> stop;

@@ -1,6 +1,7 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 
@@ -268,10 +269,12 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
     req->pending_logprobs.push_back(first);
   }
   a.sampler.emplace(req->sampling);
-  if (req->json_object) {
-    a.json.emplace();
-    if (token_bytes_.empty())
+  if (req->json_schema) {
+    a.json.emplace(req->json_schema);
+    if (token_bytes_.empty()) {
       for (int32_t id = 0; id < model_->config.n_vocab; ++id) token_bytes_.push_back(tokenizer_.token_bytes(id));
+      eog_ids_ = model_->vocab.eog_ids();
+    }
   }
   a.detok.emplace(tokenizer_, req->answer_starts_text);
   a.out.emplace(req->stop);
@@ -412,16 +415,25 @@ void Scheduler::step() {
       continue;
     }
     std::span<const float> candidates = next;
-    if (a.json) {  // JSON mode: only tokens that keep the answer a JSON object's prefix
+    if (a.json) {  // structured output: only tokens that keep the answer a schema-valid JSON prefix
       masked_.assign(next.begin(), next.end());
-      if (a.json->mask(token_bytes_, masked_) == 0) {
+      size_t allowed = a.json->mask(token_bytes_, masked_);
+      if (!r.ignore_eos && a.json->can_end())  // a whole value that may still grow (a top-level number)
+        for (const int32_t id : eog_ids_) {
+          const auto i = static_cast<size_t>(id);
+          if (i < masked_.size() && std::isinf(masked_[i]) && !std::isinf(next[i])) {
+            masked_[i] = next[i];
+            ++allowed;
+          }
+        }
+      if (allowed == 0) {
         finish(a, "stop");
         continue;
       }
       candidates = masked_;
     }
     const int32_t tok = a.sampler->sample(candidates, a.history);
-    if (a.json) SS_CHECK(a.json->feed(token_bytes_[static_cast<size_t>(tok)]));
+    if (a.json && !model_->vocab.is_eog(tok)) SS_CHECK(a.json->feed(token_bytes_[static_cast<size_t>(tok)]));
     a.last = tok;
     a.history.push_back(tok);
     if (a.history.size() > 2 * kMaxPenaltyWindow)

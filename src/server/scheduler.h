@@ -127,7 +127,7 @@ class Scheduler {
     int32_t last = -1;        // sampled, to feed next step
     bool decoding = false;
     std::optional<Sampler> sampler;
-    std::optional<JsonGrammar> json;  // JSON mode: the answer so far
+    std::optional<JsonGrammar> json;  // structured output: the answer so far
     std::vector<int32_t> history;
     std::optional<Detokenizer> detok;
     std::optional<StreamText> out;  // generated text: stop strings, hold-back, what may be sent
@@ -175,8 +175,9 @@ class Scheduler {
   std::shared_ptr<const Model> model_;
   SchedulerOptions opts_;
   Tokenizer tokenizer_;
-  // JSON mode: every token's bytes (built on first use) and the masked logits.
+  // Structured output: every token's bytes (built on first use) and the masked logits.
   std::vector<std::string> token_bytes_;
+  std::vector<int32_t> eog_ids_;  // end-of-generation tokens: allowed where a structured answer may end
   std::vector<float> masked_;
   Engine engine_;
   ModelFingerprint fp_;

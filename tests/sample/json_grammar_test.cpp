@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <regex>
 
 namespace ss {
 namespace {
@@ -22,12 +23,34 @@ bool accepts(const std::string& text) {
   return g.complete();
 }
 
-// The oracle: nlohmann's parser, for a top-level object within our depth.
-// nullopt: a number the grammar allows but a double cannot hold (1e999),
-// which the parser rejects for range, not syntax.
+// Every run of whitespace outside strings is llama.cpp's `space`.
+bool whitespace_ok(const std::string& text) {
+  static const std::regex run("( |\n{1,2}[ \t]{0,20})?");
+  bool in_string = false, escaped = false;
+  std::string ws;
+  for (char c : text) {
+    if (in_string) {
+      in_string = escaped || c != '"';
+      escaped = !escaped && c == '\\';
+      continue;
+    }
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') {
+      ws += c;
+      continue;
+    }
+    if (!std::regex_match(ws, run)) return false;
+    ws.clear();
+    in_string = c == '"';
+  }
+  return std::regex_match(ws, run);
+}
+
+// The oracle: nlohmann's parser, for a top-level object within our depth,
+// and the whitespace rule. nullopt: a number the grammar allows but a
+// double cannot hold (1e999), which the parser rejects for range, not syntax.
 std::optional<bool> oracle(const std::string& text) {
   try {
-    return json::parse(text).is_object();
+    return json::parse(text).is_object() && whitespace_ok(text);
   } catch (const json::out_of_range&) {
     return std::nullopt;
   } catch (const json::exception&) {
@@ -79,7 +102,7 @@ TEST(JsonGrammar, AcceptsWhatNlohmannParsesAsAnObject) {
     for (size_t n = rng() % 5; n > 0; --n) o["key" + std::to_string(i % 7) + std::to_string(n)] = random_value(rng, 1);
     const std::string text = with_random_space(o.dump(), rng);
     ASSERT_TRUE(accepts(text)) << text;
-    ASSERT_TRUE(accepts(" \n" + text + " \t")) << text;
+    ASSERT_TRUE(accepts("\n " + text + "\n\t")) << text;
   }
 }
 
@@ -128,14 +151,18 @@ TEST(JsonGrammar, TopLevelMustBeAnObjectAndDepthIsBounded) {
   EXPECT_FALSE(g.complete());
 }
 
-TEST(JsonGrammar, WhitespaceRunsAreBoundedOutsideStrings) {
-  const std::string run(JsonGrammar::kMaxWhitespace, ' ');
+TEST(JsonGrammar, WhitespaceRunsAreLlamaCppsSpaceRule) {
+  const std::string indent(JsonGrammar::kMaxWhitespace, ' ');
   JsonGrammar g;
-  EXPECT_TRUE(g.feed(run + "{" + run + "\"a" + run + run + "\"" + run + ":" + run + "1" + run + "}" + run));
+  EXPECT_TRUE(g.feed("\n\n" + indent + "{ \"a  b\"\n\t:\n" + indent + "1\n}\n"));
   EXPECT_TRUE(g.complete());
+  for (const char* bad : {"{  \"a\":1}", "{\t\"a\":1}", "{ \n\"a\":1}", "{\n\n\n\"a\":1}", "{\"a\":1\r\n}"}) {
+    JsonGrammar h;
+    EXPECT_FALSE(h.feed(bad)) << bad;
+  }
   JsonGrammar h;
-  EXPECT_TRUE(h.feed("{\"a\":" + run));
-  EXPECT_FALSE(h.feed("\n"));  // one byte past the run
+  EXPECT_TRUE(h.feed("{\"a\":\n" + indent));
+  EXPECT_FALSE(h.feed(" "));  // one past the indentation
   EXPECT_TRUE(h.feed("2}"));
 }
 

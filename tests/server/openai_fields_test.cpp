@@ -131,7 +131,7 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
       EXPECT_NE(parse_error(with(kChat, b), true), "") << b.dump();
     }
   }
-  EXPECT_TRUE(parse_ok(with(kChat, {{"response_format", {{"type", "json_object"}}}}), true).json_object);
+  EXPECT_TRUE(parse_ok(with(kChat, {{"response_format", {{"type", "json_object"}}}}), true).json_schema);
   for (const json& b : {json{{"response_format", {{"type", "text"}}}}, json{{"tools", json::array()}},
                         json{{"tool_choice", "none"}}, json{{"suffix", ""}}, json{{"best_of", 1}}})
     EXPECT_EQ(parse_error(with(kChat, b), true), "") << b.dump();
@@ -548,6 +548,93 @@ std::string greedy_text(httplib::Client& c, json extra, int n) {
 // A completion continues its prompt: prompt + text is what the tokenizer
 // decodes for prompt + answer ids. The server used to drop SentencePiece's
 // word-start space of the answer's first token ("Once upon a" + "time").
+// response_format json_schema (and llama.cpp's json_object + schema): every
+// answer is a prefix of a text the schema accepts, and a finished one is
+// such a text; a schema the server cannot honour is a 400 naming its place.
+TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  const json person = {{"type", "object"},
+                       {"properties",
+                        {{"name", {{"type", "string"}, {"maxLength", 12}}},
+                         {"age", {{"type", "integer"}}},
+                         {"good", {{"type", "boolean"}}}}},
+                       {"required", {"name", "age", "good"}},
+                       {"additionalProperties", false}};
+  const auto compiled = JsonSchema::compile(person);
+  ASSERT_TRUE(compiled.ok());
+  int closed = 0;
+  for (int seed = 1; seed <= 8; ++seed) {
+    int status = 0;
+    const json r = test::post(c, "/v1/completions",
+                              {{"prompt", "Once upon a time"},
+                               {"max_tokens", 200},
+                               {"temperature", 1.0},
+                               {"seed", seed},
+                               {"response_format", {{"type", "json_schema"},
+                                                    {"json_schema", {{"name", "person"}, {"schema", person}, {"strict", true}}}}}},
+                              &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    const std::string text = r["choices"][0]["text"].get<std::string>();
+    JsonGrammar g(compiled.value());
+    EXPECT_TRUE(g.feed(text)) << text;
+    if (r["choices"][0]["finish_reason"] != "stop") continue;
+    ++closed;
+    EXPECT_TRUE(g.complete()) << text;
+    const json v = json::parse(text, nullptr, false);
+    ASSERT_TRUE(v.is_object()) << text;
+    EXPECT_EQ(v.size(), 3u) << text;
+    EXPECT_TRUE(v["name"].is_string() && v["age"].is_number_integer() && v["good"].is_boolean()) << text;
+    EXPECT_LE(v["name"].get<std::string>().size(), 12u * 4) << text;
+  }
+  EXPECT_GE(closed, 6) << "answers that closed within 200 tokens (measured: 8 of 8, 48-69 tokens)";
+  // llama.cpp's form, and a chat; a top-level array.
+  const json arr = {{"type", "array"}, {"items", {{"type", "integer"}}}, {"minItems", 1}, {"maxItems", 3}};
+  const json chat = test::post(c, "/v1/chat/completions",
+                               {{"messages", {{{"role", "user"}, {"content", "Count."}}}},
+                                {"max_tokens", 120},
+                                {"seed", 3},
+                                {"response_format", {{"type", "json_object"}, {"schema", arr}}}});
+  const std::string a = chat["choices"][0]["message"]["content"].get<std::string>();
+  JsonGrammar ga(JsonSchema::compile(arr).value());
+  EXPECT_TRUE(ga.feed(a)) << a;
+  if (chat["choices"][0]["finish_reason"] == "stop") {
+    const json v = json::parse(a, nullptr, false);
+    EXPECT_TRUE(v.is_array() && !v.empty() && v.size() <= 3) << a;
+  }
+  // A top-level number may end at end-of-generation or where its digits run out.
+  for (int seed = 1; seed <= 4; ++seed) {
+    const json r = test::post(c, "/v1/completions",
+                              {{"prompt", "The number is"},
+                               {"max_tokens", 40},
+                               {"seed", seed},
+                               {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "integer"}}}}}}}});
+    const std::string text = r["choices"][0]["text"].get<std::string>();
+    JsonGrammar gn(JsonSchema::compile({{"type", "integer"}}).value());
+    EXPECT_TRUE(gn.feed(text)) << text;
+    if (r["choices"][0]["finish_reason"] == "stop") {
+      EXPECT_TRUE(json::parse(text, nullptr, false).is_number_integer()) << text;
+    }
+  }
+  // What the server cannot honour, before any work.
+  int status = 0;
+  json bad = person;
+  bad["properties"]["age"]["minimum"] = 0;
+  const json refused = test::post(c, "/v1/completions",
+                                  {{"prompt", "x"},
+                                   {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", bad}}}}}},
+                                  &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(refused["error"]["param"], "response_format");
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("/properties/age"), std::string::npos) << refused.dump();
+  for (const json& f : {json{{"type", "json_schema"}}, json{{"type", "json_schema"}, {"json_schema", {{"schema", 3}}}},
+                        json{{"type", "json_object"}, {"schema", {{"$ref", "#/nowhere"}}}}}) {
+    test::post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"response_format", f}}, &status);
+    EXPECT_EQ(status, 400) << f.dump();
+  }
+}
+
 TEST(OpenAiFields, CompletionTextContinuesItsPromptAsTheTokenizerDecodesIt) {
   auto model = test::stories_gguf();
   test::TestServer srv(model, test::default_sched());

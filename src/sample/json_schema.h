@@ -1,0 +1,90 @@
+#pragma once
+// A JSON schema (OpenAI's response_format {"type": "json_schema"}, llama.cpp's
+// "json_schema") compiled into the graph the JSON recognizer walks
+// (json_grammar.h). The subset is what structured-output clients send
+// (OpenAI strict schemas, pydantic's model_json_schema()): type (one or a
+// list), properties, required, additionalProperties, items, minItems,
+// maxItems, minLength, maxLength, enum, const, anyOf, oneOf (read as anyOf:
+// exclusivity is not checked), allOf of one schema, $ref into $defs /
+// definitions / the root (recursion allowed). Annotations (title,
+// description, default, examples, format, ...) are ignored, as JSON Schema
+// 2020-12 treats `format` by default. Constraint keywords outside the subset
+// (pattern, minimum, not, uniqueItems, ...) are errors, never ignored: a
+// client must not trust output that a constraint it sent did not shape.
+//
+// As llama.cpp's schema grammars do, an object schema with "properties" and
+// no "additionalProperties" takes no other keys, and numbers read from a
+// schema have at most 16 digits in each part (weak models otherwise write
+// digits for ever).
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "util/result.h"
+
+namespace ss {
+
+struct SchemaNode {
+  enum class Kind : uint8_t {
+    Any,      // any JSON value
+    Object,   // properties, additional
+    Array,    // items, min_items, max_items
+    String,   // min_length, max_length (characters: a code point or an escape each)
+    Number,   // digits bounded if bounded_digits
+    Integer,  // no fraction or exponent
+    Literal,  // one of texts (enum, const, boolean, null)
+    AnyOf,    // one of alternatives
+  };
+  struct Property {
+    std::string key;  // the name as written between the key's quotes (JSON-escaped)
+    const SchemaNode* node = nullptr;
+  };
+
+  Kind kind = Kind::Any;
+  std::vector<Property> properties;
+  uint64_t required = 0;                    // bit i: properties[i] must be present
+  const SchemaNode* additional = nullptr;   // other keys' values; nullptr: no other keys
+  const SchemaNode* items = nullptr;        // nullptr with max_items 0: no items
+  uint32_t min_items = 0, max_items = std::numeric_limits<uint32_t>::max();
+  uint32_t min_length = 0, max_length = std::numeric_limits<uint32_t>::max();
+  bool bounded_digits = false;
+  std::vector<std::string> texts;  // compact JSON texts, distinct
+  std::vector<const SchemaNode*> alternatives;
+};
+
+class JsonSchema {
+ public:
+  static constexpr int kMaxProperties = 64;  // per object (a bit mask each)
+  static constexpr int kMaxLiterals = 64;    // per enum
+  static constexpr int kMaxNodes = 4096;
+  static constexpr int kMaxNesting = 64;  // schema objects inside each other
+
+  // Errors name the keyword and where it is ("at /properties/age: ...").
+  static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::json& schema);
+  // JSON mode: any object.
+  static std::shared_ptr<const JsonSchema> any_object();
+
+  const SchemaNode* root() const { return root_; }
+  // What an Any node's value becomes once its first byte is read.
+  const SchemaNode* any_object_node() const { return &any_object_; }
+  const SchemaNode* any_array_node() const { return &any_array_; }
+  const SchemaNode* any_string_node() const { return &any_string_; }
+  const SchemaNode* any_number_node() const { return &any_number_; }
+  const SchemaNode* any_literal_node() const { return &any_literal_; }
+
+  JsonSchema();
+  JsonSchema(const JsonSchema&) = delete;
+  JsonSchema& operator=(const JsonSchema&) = delete;
+
+ private:
+  friend class SchemaCompiler;
+  std::deque<SchemaNode> nodes_;  // stable addresses
+  SchemaNode any_, any_object_, any_array_, any_string_, any_number_, any_literal_;
+  const SchemaNode* root_ = nullptr;
+};
+
+}  // namespace ss

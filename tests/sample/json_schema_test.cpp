@@ -1,0 +1,424 @@
+// Structured output against a schema: the recognizer (json_grammar.h) over
+// compiled schemas (json_schema.h), checked against an independent
+// value-level validator of the same subset (the oracle below) on random
+// schemas, values and mutations, and by random walks whose finished texts
+// must validate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "sample/json_grammar.h"
+#include "sample/json_schema.h"
+
+namespace ss {
+namespace {
+
+using nlohmann::json;
+
+std::shared_ptr<const JsonSchema> compiled(const json& schema) {
+  auto s = JsonSchema::compile(schema);
+  EXPECT_TRUE(s.ok()) << schema.dump() << ": " << (s.ok() ? "" : s.error().message);
+  return s.ok() ? *s : JsonSchema::any_object();
+}
+
+// Every prefix feeds, and the whole is a finished value (or a top-level
+// number that may end: can_end).
+bool accepts(const std::shared_ptr<const JsonSchema>& schema, const std::string& text) {
+  JsonGrammar g(schema);
+  for (char c : text)
+    if (!g.feed(std::string(1, c))) return false;
+  return g.complete() || g.can_end();
+}
+
+// ---- The oracle: a JSON Schema validator for the documented subset and
+// its documented choices (objects with "properties" take no other keys
+// unless additionalProperties says so; oneOf read as anyOf; numbers read
+// from a schema have at most 16 digits a part). ----
+
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+bool digits_ok(const json& v) {
+  const std::string t = v.dump();
+  size_t run = 0;
+  for (char c : t) {
+    run = std::isdigit(static_cast<unsigned char>(c)) ? run + 1 : 0;
+    if (run > 16) return false;
+  }
+  return true;
+}
+
+bool valid(const json& v, const json& s, const json& root);
+
+bool valid_typed(const json& v, const std::string& t, const json& s, const json& root) {
+  if (t == "null") return v.is_null();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "integer") return v.is_number_integer() && digits_ok(v);
+  if (t == "number") return v.is_number() && digits_ok(v);
+  if (t == "string") {
+    if (!v.is_string()) return false;
+    const size_t n = code_points(v.get<std::string>());
+    return n >= s.value("minLength", size_t{0}) && n <= s.value("maxLength", SIZE_MAX);
+  }
+  if (t == "array") {
+    if (!v.is_array()) return false;
+    if (v.size() < s.value("minItems", size_t{0}) || v.size() > s.value("maxItems", SIZE_MAX)) return false;
+    if (s.contains("items"))
+      for (const json& e : v)
+        if (!valid(e, s["items"], root)) return false;
+    return true;
+  }
+  if (!v.is_object()) return false;  // object
+  const json props = s.value("properties", json::object());
+  for (const auto& [k, e] : v.items()) {
+    if (props.contains(k)) {
+      if (!valid(e, props[k], root)) return false;
+    } else if (s.contains("additionalProperties")) {
+      if (!valid(e, s["additionalProperties"], root)) return false;
+    } else if (s.contains("properties")) {
+      return false;
+    }
+  }
+  for (const json& r : s.value("required", json::array()))
+    if (!v.contains(r.get<std::string>())) return false;
+  return true;
+}
+
+bool valid(const json& v, const json& s, const json& root) {
+  if (s.is_boolean()) return s.get<bool>();
+  if (s.contains("$ref")) return valid(v, root.at(json::json_pointer(s["$ref"].get<std::string>().substr(1))), root);
+  for (const char* k : {"anyOf", "oneOf", "allOf"})
+    if (s.contains(k)) {
+      for (const json& alt : s[k])
+        if (valid(v, alt, root)) return true;
+      return false;
+    }
+  std::vector<std::string> types;
+  if (s.contains("type")) {
+    if (s["type"].is_string())
+      types.push_back(s["type"]);
+    else
+      for (const json& t : s["type"]) types.push_back(t);
+  }
+  auto of_type = [&](const json& x) {
+    if (types.empty()) return true;
+    for (const std::string& t : types)
+      if (t == "integer" ? x.is_number_integer() : valid_typed(x, t, json::object(), root)) return true;
+    return false;
+  };
+  if (s.contains("enum") || s.contains("const")) {
+    const json values = s.contains("const") ? json::array({s["const"]}) : s["enum"];
+    for (const json& e : values)
+      if (e == v && of_type(e)) return true;
+    return false;
+  }
+  if (types.empty()) {
+    if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
+      types.push_back("object");
+    else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems"))
+      types.push_back("array");
+    else if (s.contains("minLength") || s.contains("maxLength"))
+      types.push_back("string");
+    else
+      return true;
+  }
+  for (const std::string& t : types)
+    if (valid_typed(v, t, s, root)) return true;
+  return false;
+}
+
+// ---- Random schemas and values. ----
+
+const char* kNames[] = {"name", "age", "a\"b", "tags", "caf\xc3\xa9", "x", "nested", "line\nbreak"};
+
+json random_schema(std::mt19937& rng, int depth) {
+  const int kinds = depth >= 3 ? 7 : 12;
+  switch (rng() % kinds) {
+    case 0: {
+      json s = {{"type", "string"}};
+      if (rng() % 2) s["minLength"] = rng() % 3;
+      if (rng() % 2) s["maxLength"] = 2 + rng() % 4;
+      return s;
+    }
+    case 1:
+      return {{"type", "integer"}};
+    case 2:
+      return {{"type", "number"}, {"description", "ignored"}};
+    case 3:
+      return {{"type", rng() % 2 ? "boolean" : "null"}};
+    case 4:
+      return {{"enum", {1, 12, "x", "x\"y", nullptr, 2.5, false}}};  // containers: compact only (below)
+    case 5:
+      return {{"const", rng() % 2 ? json(7) : json("seven")}};
+    case 6:
+      return {{"type", json::array({"string", "null"})}};
+    case 7:
+    case 8: {
+      json s = {{"type", "object"}, {"properties", json::object()}};
+      json required = json::array();
+      for (size_t n = 1 + rng() % 3; n > 0; --n) {
+        const std::string k = kNames[rng() % std::size(kNames)];
+        s["properties"][k] = random_schema(rng, depth + 1);
+        if (rng() % 2) required.push_back(k);
+      }
+      if (!required.empty()) s["required"] = required;
+      switch (rng() % 4) {
+        case 0:
+          s["additionalProperties"] = false;
+          break;
+        case 1:
+          s["additionalProperties"] = true;
+          break;
+        case 2:
+          s["additionalProperties"] = {{"type", "integer"}};
+          break;
+        default:
+          break;  // absent: no other keys
+      }
+      return s;
+    }
+    case 9: {
+      json s = {{"type", "array"}, {"items", random_schema(rng, depth + 1)}};
+      if (rng() % 2) s["minItems"] = rng() % 2;
+      if (rng() % 2) s["maxItems"] = 1 + rng() % 3;
+      return s;
+    }
+    case 10:
+      return {{rng() % 2 ? "anyOf" : "oneOf", {random_schema(rng, depth + 1), random_schema(rng, depth + 1)}}};
+    default:
+      return {{"$ref", "#/$defs/item"}};
+  }
+}
+
+// Up to six characters: ASCII from `ascii`, or a two-byte é.
+std::string random_text(std::mt19937& rng, const std::string& ascii) {
+  std::string t;
+  for (size_t n = rng() % 7; n > 0; --n)
+    t += rng() % 5 == 0 ? std::string("\xc3\xa9") : std::string(1, ascii[rng() % ascii.size()]);
+  return t;
+}
+
+json random_leaf(std::mt19937& rng) {
+  switch (rng() % 8) {
+    case 0:
+      return nullptr;
+    case 1:
+      return rng() % 2 == 0;
+    case 2:
+      return static_cast<int64_t>(rng() % 2000) - 1000;
+    case 3:
+      return (static_cast<double>(rng() % 2000) - 1000) / 8;
+    case 4:
+      return random_text(rng, "ab\"\\\n\x01");
+    case 5:
+      return "x";
+    case 6:
+      return json::array({1, 2});
+    default:
+      return json{{"k", true}};
+  }
+}
+
+// A value the schema accepts most of the time (a random leaf sometimes).
+json random_value(std::mt19937& rng, const json& s, const json& root, int depth) {
+  if (rng() % 12 == 0 || depth > 6) return random_leaf(rng);
+  if (s.contains("$ref")) return random_value(rng, root.at(json::json_pointer(s["$ref"].get<std::string>().substr(1))), root, depth + 1);
+  for (const char* k : {"anyOf", "oneOf"})
+    if (s.contains(k)) return random_value(rng, s[k][rng() % s[k].size()], root, depth + 1);
+  if (s.contains("enum")) return s["enum"][rng() % s["enum"].size()];
+  if (s.contains("const")) return s["const"];
+  std::string t = "any";
+  if (s.contains("type")) t = s["type"].is_string() ? s["type"].get<std::string>() : s["type"][rng() % s["type"].size()].get<std::string>();
+  if (t == "null") return nullptr;
+  if (t == "boolean") return rng() % 2 == 0;
+  if (t == "integer") return static_cast<int64_t>(rng() % 200000) - 100000;
+  if (t == "number") return rng() % 2 ? json(static_cast<int64_t>(rng() % 100)) : json((static_cast<double>(rng() % 1000) - 500) / 4);
+  if (t == "string") return random_text(rng, "ab \"\\");
+  if (t == "array") {
+    json a = json::array();
+    for (size_t n = rng() % 4; n > 0; --n) a.push_back(random_value(rng, s.value("items", json::object()), root, depth + 1));
+    return a;
+  }
+  if (t == "object") {
+    json o = json::object();
+    const json props = s.value("properties", json::object());
+    for (const auto& [k, sub] : props.items())
+      if (rng() % 4 != 0) o[k] = random_value(rng, sub, root, depth + 1);
+    if (rng() % 5 == 0) o["extra"] = static_cast<int64_t>(rng() % 10);
+    return o;
+  }
+  return random_leaf(rng);
+}
+
+// ---- Tests. ----
+
+TEST(JsonSchema, RecognizerAgreesWithTheValidatorOnRandomSchemasAndValues) {
+  std::mt19937 rng(21);
+  int valid_n = 0, invalid_n = 0;
+  for (int i = 0; i < 400; ++i) {
+    json schema = random_schema(rng, 0);
+    schema["$defs"] = {{"item", random_schema(rng, 3)}};
+    const auto s = compiled(schema);
+    for (int j = 0; j < 10; ++j) {
+      const json v = random_value(rng, schema, schema, 0);
+      const std::string text = v.dump(rng() % 3 == 0 ? 1 : -1);
+      const bool want = valid(v, schema, schema);
+      ASSERT_EQ(accepts(s, text), want) << schema.dump() << "\n" << text;
+      (want ? valid_n : invalid_n)++;
+    }
+  }
+  EXPECT_GT(valid_n, 1000);
+  EXPECT_GT(invalid_n, 300);
+}
+
+// Random walks over tokens the mask allows: the mask is each token's own
+// feed, none gets stuck, and each walk that finishes is a text the
+// validator accepts.
+TEST(JsonSchema, RandomWalksNeverStickAndFinishValid) {
+  std::mt19937 rng(22);
+  std::vector<std::string> tokens;  // printable ASCII, a few words, é whole
+  for (char c = ' '; c <= '~'; ++c) tokens.emplace_back(1, c);
+  for (const char* t : {"\"name\"", "\"age\"", "\"a\\\"b\"", "\"tags\"", "null", "true", "12", "\"x\"", "\": ", "\"}", "\xc3\xa9", "ab c", "\xc3\xa9xy"})
+    tokens.emplace_back(t);
+  int finished = 0;
+  for (int i = 0; i < 300; ++i) {
+    json schema = random_schema(rng, 0);
+    schema["$defs"] = {{"item", random_schema(rng, 3)}};
+    JsonGrammar g(compiled(schema));
+    std::string text;
+    for (int step = 0; step < 200 && !g.complete(); ++step) {
+      std::vector<float> logits(tokens.size(), 0.0f);
+      const size_t allowed = g.mask(tokens, logits);
+      // The mask's shortcuts (first bytes, plain text inside strings) decide
+      // as feeding each token to a copy does.
+      for (size_t id = 0; id < tokens.size(); ++id) {
+        JsonGrammar copy = g;
+        ASSERT_EQ(!std::isinf(logits[id]), copy.feed(tokens[id])) << schema.dump() << "\n" << text << "|" << tokens[id];
+      }
+      if (allowed == 0) {
+        // Only a top-level number may leave nothing to add but the end.
+        ASSERT_TRUE(g.can_end()) << schema.dump() << "\n" << text;
+        break;
+      }
+      // Prefer closers half the time, so walks finish.
+      std::vector<size_t> ok;
+      for (size_t id = 0; id < tokens.size(); ++id)
+        if (!std::isinf(logits[id])) ok.push_back(id);
+      size_t pick = ok[rng() % ok.size()];
+      if (rng() % 2)
+        for (size_t id : ok)
+          if (tokens[id] == "}" || tokens[id] == "]" || tokens[id] == "\"" || tokens[id] == "\"}") pick = id;
+      ASSERT_TRUE(g.feed(tokens[pick]));
+      text += tokens[pick];
+    }
+    if (!g.complete() && !g.can_end()) continue;
+    ++finished;
+    json v;
+    try {
+      v = json::parse(text);
+    } catch (const json::out_of_range&) {
+      continue;  // 1e999: JSON's grammar allows it, a double cannot hold it
+    } catch (const json::exception& e) {
+      FAIL() << e.what() << "\n" << schema.dump() << "\n" << text;
+    }
+    ASSERT_TRUE(valid(v, schema, schema)) << schema.dump() << "\n" << text;
+  }
+  EXPECT_GT(finished, 150);
+}
+
+TEST(JsonSchema, ObjectsTakeTheirPropertiesOnceAndTheRequiredOnes) {
+  const auto s = compiled({{"type", "object"},
+                           {"properties", {{"name", {{"type", "string"}}}, {"age", {{"type", "integer"}}}}},
+                           {"required", {"name", "age"}},
+                           {"additionalProperties", false}});
+  for (const char* good : {R"({"name":"Al","age":3})", R"({ "age" : -30 , "name" : "" })"}) EXPECT_TRUE(accepts(s, good)) << good;
+  for (const char* bad : {R"({"name":"Al"})", R"({"nam":"Al","age":3})", R"({"name":"Al","age":3.5})",
+                          R"({"name":"Al","age":3,"x":1})", R"({"name":"Al","name":"B","age":3})", R"({"name":1,"age":3})",
+                          R"(["name"])", R"({"age":1e3,"name":"A"})"})
+    EXPECT_FALSE(accepts(s, bad)) << bad;
+  // Keys are matched as written, one byte at a time: "na" can go on, "nx" cannot.
+  JsonGrammar g(s);
+  EXPECT_TRUE(g.feed("{\"na"));
+  EXPECT_FALSE(g.feed("x"));
+  // Extra keys by schema; required keys absent from properties.
+  const auto extra = compiled({{"properties", {{"a", {{"type", "null"}}}}},
+                               {"additionalProperties", {{"type", "boolean"}}},
+                               {"required", {"b"}}});
+  EXPECT_TRUE(accepts(extra, R"({"b":true,"z":false,"a":null})"));
+  EXPECT_FALSE(accepts(extra, R"({"a":null})"));
+  EXPECT_FALSE(accepts(extra, R"({"b":1})"));
+}
+
+TEST(JsonSchema, LiteralsAnyOfArraysStringsAndRecursion) {
+  const auto e = compiled({{"enum", {1, 12, "x"}}});
+  for (const char* good : {"1", "12", "\"x\""}) EXPECT_TRUE(accepts(e, good)) << good;
+  for (const char* bad : {"2", "123", "\"y\"", "1.0", "\"x\"1"}) EXPECT_FALSE(accepts(e, bad)) << bad;
+  JsonGrammar n(e);
+  ASSERT_TRUE(n.feed("1"));
+  EXPECT_TRUE(n.can_end());  // "1" is whole; "12" may still come
+  EXPECT_FALSE(n.complete());
+
+  const auto opt = compiled({{"anyOf", {{{"type", "integer"}}, {{"type", "string"}, {"maxLength", 2}}}}});
+  for (const char* good : {"-7", "\"\"", "\"\xc3\xa9\\n\""}) EXPECT_TRUE(accepts(opt, good)) << good;
+  for (const char* bad : {"\"abc\"", "1.5", "null"}) EXPECT_FALSE(accepts(opt, bad)) << bad;
+
+  const auto arr = compiled({{"type", "array"}, {"items", {{"type", "boolean"}}}, {"minItems", 1}, {"maxItems", 2}});
+  for (const char* good : {"[true]", "[ false , true ]"}) EXPECT_TRUE(accepts(arr, good)) << good;
+  for (const char* bad : {"[]", "[true,true,true]", "[1]"}) EXPECT_FALSE(accepts(arr, bad)) << bad;
+
+  const json tree = {{"type", "object"},
+                     {"properties", {{"v", {{"type", "integer"}}}, {"kids", {{"type", "array"}, {"items", {{"$ref", "#"}}}}}}},
+                     {"required", {"v"}}};
+  const auto t = compiled(tree);
+  EXPECT_TRUE(accepts(t, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4}]}]})"));
+  EXPECT_FALSE(accepts(t, R"({"v":1,"kids":[{"w":2}]})"));
+
+  // Digits are bounded where a schema asks for a number (16 a part).
+  const auto num = compiled({{"type", "number"}});
+  EXPECT_TRUE(accepts(num, "1234567890123456.25e-12"));
+  EXPECT_FALSE(accepts(num, "12345678901234567"));
+}
+
+TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
+  const json bad[] = {
+      {{"type", "string"}, {"pattern", "^a"}},
+      {{"type", "object"}, {"properties", {{"age", {{"type", "integer"}, {"minimum", 0}}}}}},
+      {{"type", "strin"}},
+      {{"type", json::array()}},
+      {{"enum", json::array()}},
+      {{"$ref", "#/$defs/missing"}},
+      {{"$ref", "#/$defs/a"}, {"$defs", {{"a", {{"$ref", "#/$defs/b"}}}, {"b", {{"$ref", "#/$defs/a"}}}}}},
+      {{"$ref", "http://example.com/s.json"}},
+      {{"allOf", {{{"type", "string"}}, {{"maxLength", 2}}}}},
+      {{"type", "string"}, {"minLength", 5}, {"maxLength", 2}},
+      {{"type", "array"}, {"minItems", -1}},
+      {{"properties", {{"a", false}}}},
+      {{"type", "object"}, {"properties", {{"a", {{"type", "null"}}}}}, {"required", {"b"}}},
+      {{"type", "string"}, {"enum", {1, 2}}},
+      json(3),
+  };
+  for (const json& s : bad) {
+    auto r = JsonSchema::compile(s);
+    ASSERT_FALSE(r.ok()) << s.dump();
+    EXPECT_NE(r.error().message.find("JSON schema at "), std::string::npos) << r.error().message;
+  }
+  EXPECT_NE(JsonSchema::compile(bad[1]).error().message.find("/properties/age"), std::string::npos);
+  json wide = {{"type", "object"}, {"properties", json::object()}};
+  for (int i = 0; i <= JsonSchema::kMaxProperties; ++i) wide["properties"]["p" + std::to_string(i)] = true;
+  EXPECT_FALSE(JsonSchema::compile(wide).ok());
+  json deep = json::object();
+  for (int i = 0; i < 200; ++i) deep = {{"type", "array"}, {"items", deep}};
+  EXPECT_FALSE(JsonSchema::compile(deep).ok());
+  // Annotations are no errors; a self-referring anyOf is bounded, not endless.
+  EXPECT_TRUE(JsonSchema::compile({{"title", "T"}, {"type", "string"}, {"format", "date-time"}, {"x-vendor", 1}}).ok());
+  const auto loop = compiled({{"$defs", {{"a", {{"anyOf", {{{"$ref", "#/$defs/a"}}, {{"type", "null"}}}}}}}}, {"$ref", "#/$defs/a"}});
+  EXPECT_TRUE(accepts(loop, "null"));
+}
+
+}  // namespace
+}  // namespace ss
