@@ -82,6 +82,38 @@ await check('openai client: logprobs, penalties, logit_bias, max_completion_toke
   await assert.rejects(client.completions.create({ model, prompt: 'a', logit_bias: { 100000: -100 } }), /400/);
 });
 
+await check('openai client: structured output with a JSON schema, streamed', async () => {
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
+  const model = (await client.models.list()).data[0].id;
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' }, pet: { enum: ['cat', 'dog'] } },
+    required: ['name', 'age', 'pet'], additionalProperties: false,
+  };
+  let closed = 0;
+  for (const seed of [1, 2, 3]) {
+    const stream = await client.chat.completions.create({
+      model, messages: [{ role: 'user', content: 'Who is Lily?' }], max_tokens: 150, seed, stream: true,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+    });
+    let text = '', finish = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    if (finish !== 'stop') continue;
+    closed++;
+    const v = JSON.parse(text);
+    assert.deepEqual(Object.keys(v).sort(), ['age', 'name', 'pet'], text);
+    assert.ok(typeof v.name === 'string' && Number.isInteger(v.age) && ['cat', 'dog'].includes(v.pet), text);
+  }
+  assert.ok(closed >= 2, `closed ${closed} of 3`);
+  await assert.rejects(client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'hi' }],
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } },
+  }), /400/);
+});
+
 await check('web page streams answers and keeps its session', async () => {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
