@@ -4,9 +4,14 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include <nlohmann/json.hpp>
+#include <optional>
+
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
+#include "sample/json_grammar.h"
 #include "runtime/scoring.h"
+#include "util/check.h"
 #include "util/mapped_file.h"
 
 namespace ss::cli {
@@ -49,7 +54,25 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   sub_.flag("--ids", ids_, "print generated token ids, one per line, instead of text");
   sub_.flag("--ignore-eos", ignore_eos_, "keep generating past end-of-sequence");
   sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
+  auto j = sub_.add("-j,--json-schema", json_schema_,
+                    "constrain the answer to JSON this schema accepts ('{}': any JSON value); it ends when the value "
+                    "closes (the server's structured output; README)");
+  sub_.add("--jf,--json-schema-file", json_schema_file_, "read the JSON schema from a file").excludes(j);
 }
+
+namespace {
+// The schema of -j / -jf, compiled; null when neither was given.
+Result<std::shared_ptr<const JsonSchema>> load_schema(const std::string& text, const std::string& file) {
+  std::string src = text;
+  if (!file.empty()) {
+    SS_ASSIGN_OR_RETURN(src, read_text_file(file));
+  }
+  if (src.empty()) return std::shared_ptr<const JsonSchema>();
+  const nlohmann::json j = nlohmann::json::parse(src, nullptr, false);
+  if (j.is_discarded()) return make_error("the JSON schema is not JSON");
+  return JsonSchema::compile(j);
+}
+}  // namespace
 
 int GenerateCommand::run() {
   if (!prompt_file_.empty()) {
@@ -78,6 +101,18 @@ int GenerateCommand::run() {
                 mode.recompute() ? mode.recompute_len : budget);
   if (kv_blocks_ > 0) eo.kv_blocks = kv_blocks_;
   Engine engine(model, eo);
+
+  auto schema = load_schema(json_schema_, json_schema_file_);
+  if (!schema.ok()) return fail(schema.error().message);
+  std::optional<JsonGrammar> json;
+  std::vector<std::string> token_bytes;
+  std::vector<int32_t> ends;
+  std::vector<float> masked;
+  if (schema.value()) {
+    json.emplace(schema.value());
+    for (int32_t id = 0; id < model->config.n_vocab; ++id) token_bytes.push_back(tok.token_bytes(id));
+    if (!ignore_eos_) ends = model->vocab.eog_ids();
+  }
 
   std::signal(SIGINT, on_sigint);
   Sampler sampler(sampling_);
@@ -116,8 +151,15 @@ int GenerateCommand::run() {
   int64_t generated = 0;
   int rc = 0;
   while (!g_interrupted.load() && (n_new_ < 0 || generated < n_new_)) {
-    const int32_t next = sampler.sample(logits[0], recent.last(static_cast<size_t>(sampling_.repeat_last_n)));
+    std::span<const float> candidates = logits[0];
+    if (json) {  // only tokens that keep the answer a prefix of JSON the schema accepts
+      masked.assign(candidates.begin(), candidates.end());
+      if (json->mask(token_bytes, masked, ends) == 0) break;
+      candidates = masked;
+    }
+    const int32_t next = sampler.sample(candidates, recent.last(static_cast<size_t>(sampling_.repeat_last_n)));
     if (!ignore_eos_ && model->vocab.is_eog(next)) break;
+    if (json) SS_CHECK(json->feed(token_bytes[static_cast<size_t>(next)]));
     ++generated;
     recent.push(next);
     if (ids_)
@@ -126,6 +168,7 @@ int GenerateCommand::run() {
       write_text(detok.push(next), stdout);
     std::fflush(stdout);
     if (n_new_ >= 0 && generated >= n_new_) break;
+    if (json && json->complete()) break;
     const int32_t one[1] = {next};
     if (auto st = step(one); !st.ok()) {
       std::fprintf(stderr, "\nerror: %s\n", st.error().message.c_str());

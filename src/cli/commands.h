@@ -18,6 +18,7 @@ class GenerateCommand {
   PolicyFlags policy_;
   SamplingParams sampling_;
   std::string prompt_, prompt_file_;
+  std::string json_schema_, json_schema_file_;  // structured output (llama.cpp's -j / -jf)
   long long n_new_ = -1;
   bool ids_ = false;
   bool ignore_eos_ = false;

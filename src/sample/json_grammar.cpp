@@ -1,6 +1,7 @@
 #include "sample/json_grammar.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -159,6 +160,20 @@ size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<flo
       logits[id] = -std::numeric_limits<float>::infinity();
   }
   for (size_t id = token_bytes.size(); id < logits.size(); ++id) logits[id] = -std::numeric_limits<float>::infinity();
+  return allowed;
+}
+
+size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<float> logits,
+                         std::span<const int32_t> ends) const {
+  std::vector<std::pair<size_t, float>> kept;
+  if (can_end())
+    for (const int32_t id : ends)
+      if (id >= 0 && static_cast<size_t>(id) < logits.size()) kept.emplace_back(id, logits[static_cast<size_t>(id)]);
+  size_t allowed = mask(token_bytes, logits);
+  for (const auto& [id, v] : kept) {
+    allowed += std::isinf(logits[id]) && !std::isinf(v);
+    logits[id] = v;
+  }
   return allowed;
 }
 

@@ -54,6 +54,10 @@ class JsonGrammar {
   // cannot come next: tokens without bytes too, as they would not advance
   // the text. Returns how many tokens stay allowed.
   size_t mask(std::span<const std::string> token_bytes, std::span<float> logits) const;
+  // As above; the end-of-generation tokens `ends` keep their logits where
+  // the answer may end here (can_end(): a whole top-level number, say).
+  size_t mask(std::span<const std::string> token_bytes, std::span<float> logits,
+              std::span<const int32_t> ends) const;
 
  private:
   enum class Kind : uint8_t { Root, Object, Array, String, Number, Literal };

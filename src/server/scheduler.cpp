@@ -1,7 +1,6 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
 #include <cstdio>
 
@@ -417,15 +416,8 @@ void Scheduler::step() {
     std::span<const float> candidates = next;
     if (a.json) {  // structured output: only tokens that keep the answer a schema-valid JSON prefix
       masked_.assign(next.begin(), next.end());
-      size_t allowed = a.json->mask(token_bytes_, masked_);
-      if (!r.ignore_eos && a.json->can_end())  // a whole value that may still grow (a top-level number)
-        for (const int32_t id : eog_ids_) {
-          const auto i = static_cast<size_t>(id);
-          if (i < masked_.size() && std::isinf(masked_[i]) && !std::isinf(next[i])) {
-            masked_[i] = next[i];
-            ++allowed;
-          }
-        }
+      const size_t allowed =
+          a.json->mask(token_bytes_, masked_, r.ignore_eos ? std::span<const int32_t>() : eog_ids_);
       if (allowed == 0) {
         finish(a, "stop");
         continue;

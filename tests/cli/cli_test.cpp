@@ -58,6 +58,32 @@ TEST(Cli, ThreadsDefaultToPhysicalCoresTheEnvironmentAndTheFlagOverride) {
   }
 }
 
+// -j / --jf (llama.cpp's flags): the answer after the prompt is JSON the
+// schema accepts, and generation stops when the value closes; a schema
+// the engine cannot honour is an error before any work.
+TEST(Cli, GenerateJsonSchemaConstrainsTheAnswer) {
+  const std::string dir = test::shared("models/stories260K/");
+  const std::string schema =
+      R"({"type":"object","properties":{"name":{"type":"string","maxLength":12},"age":{"type":"integer"}},"required":["name","age"]})";
+  int closed = 0;
+  for (int seed = 1; seed <= 4; ++seed) {
+    auto r = run("generate -m " + dir + "stories260K.gguf -p 'Once upon a time' -n 120 --seed " + std::to_string(seed) +
+                 " -j '" + schema + "'");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    ASSERT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+    const auto v = nlohmann::json::parse(r.out.substr(16), nullptr, false);
+    if (v.is_discarded()) continue;  // cut at -n
+    ++closed;
+    ASSERT_TRUE(v.is_object()) << r.out;
+    EXPECT_EQ(v.size(), 2u) << r.out;
+    EXPECT_TRUE(v["name"].is_string() && v["age"].is_number_integer()) << r.out;
+  }
+  EXPECT_GE(closed, 3);  // measured: 4 of 4
+  auto bad = run("generate -m " + dir + "stories260K.gguf -j '{\"type\":\"string\",\"pattern\":\"a\"}'", true);
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("'pattern' is not supported"), std::string::npos) << bad.out;
+}
+
 TEST(Cli, GenerateIdsFromSafetensors) {
   const std::string dir = test::shared("models/tinystories-656k");
   auto r = run("generate -m " + dir + " --temp 0 -n 60 --ids --ignore-eos");
