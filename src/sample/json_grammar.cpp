@@ -10,7 +10,6 @@ namespace ss {
 namespace {
 
 constexpr uint32_t kMaxSchemaDigits = 16;  // per number part, as llama.cpp's schema grammars
-constexpr int kMaxAliasDepth = 8;          // anyOf inside anyOf, without a value in between
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -126,33 +125,35 @@ size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<flo
   // tokens fail there, and need no copy of the state to know it.
   std::array<int8_t, 256> first;
   first.fill(-1);
-  // Inside a string value in every reading, a token of plain characters
-  // (no quote, backslash or control byte) only needs room for its length.
-  bool in_string = true;
-  uint32_t room = 0;
+  // Inside a string or a key in every reading, a token of plain characters
+  // (no quote, backslash or control byte) stays there: a string only needs
+  // room for its length, a key a property name it begins (any, where other
+  // keys are allowed). Deciding so is what stepping it would decide.
+  bool in_text = true;
   for (const Reading& r : readings_) {
     const Frame& t = r.top();
-    in_string = in_string && t.kind == Kind::String && t.str == kBody;
-    if (in_string) room = std::max(room, t.node->max_length - t.count);
+    in_text = in_text && t.str == kBody &&
+              (t.kind == Kind::String || (t.kind == Kind::Object && t.at == kInKey));
   }
   for (size_t id = 0; id < token_bytes.size() && id < logits.size(); ++id) {
     const std::string& b = token_bytes[id];
     bool ok = !b.empty();
-    uint32_t chars = 0;
-    if (ok && in_string && plain_text(b, chars)) {
-      ok = chars <= room;
-    } else if (ok) {
+    if (ok) {
       int8_t& known = first[static_cast<unsigned char>(b[0])];
       if (known < 0) {
         g.copy_from(*this);
         known = g.step_all(b[0]) ? 1 : 0;
       }
       ok = known == 1;
-      if (ok) {
-        g.copy_from(*this);
-        for (char c : b)
-          if (!(ok = g.step_all(c))) break;
-      }
+    }
+    uint32_t chars = 0;
+    if (ok && b.size() > 1 && in_text && plain_text(b, chars)) {
+      ok = false;
+      for (size_t i = 0; i < readings_.size() && !ok; ++i) ok = text_takes(readings_[i].top(), b, chars);
+    } else if (ok && b.size() > 1) {
+      g.copy_from(*this);
+      for (char c : b)
+        if (!(ok = g.step_all(c))) break;
     }
     if (ok)
       ++allowed;
@@ -175,6 +176,19 @@ size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<flo
     logits[id] = v;
   }
   return allowed;
+}
+
+bool JsonGrammar::text_takes(const Frame& t, const std::string& b, uint32_t chars) {
+  const SchemaNode& n = *t.node;
+  if (t.kind == Kind::String) return chars <= n.max_length - t.count;
+  if (n.additional) return true;
+  for (size_t i = 0; i < n.properties.size(); ++i) {
+    const uint64_t m = bit(static_cast<int>(i));
+    if ((t.cand & m) && !(t.seen & m) && n.properties[i].key.compare(t.pos, b.size(), b) == 0 &&
+        n.properties[i].key.size() >= t.pos + b.size())
+      return true;
+  }
+  return false;
 }
 
 bool JsonGrammar::step_all(char c) {
@@ -249,7 +263,7 @@ bool JsonGrammar::start_value(Reading& r, const SchemaNode* n, char c, int alias
   f.node = n;
   switch (n->kind) {
     case K::AnyOf: {
-      if (alias_depth >= kMaxAliasDepth) return false;
+      if (alias_depth >= JsonSchema::kMaxAnyOfDepth) return false;
       Reading base, trial;
       copy_reading(base, r);
       bool any = false;

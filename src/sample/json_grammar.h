@@ -31,7 +31,7 @@ class JsonGrammar {
  public:
   static constexpr int kMaxDepth = 32;  // open objects and arrays
   static constexpr int kMaxWhitespace = 20;
-  static constexpr int kMaxReadings = 16;
+  static constexpr int kMaxReadings = JsonSchema::kMaxAlternatives;
 
   JsonGrammar();  // JSON mode: any object
   explicit JsonGrammar(std::shared_ptr<const JsonSchema> schema);
@@ -109,6 +109,9 @@ class JsonGrammar {
   bool literal_step(Reading& r, char c);
   bool literal_advanced(Reading& r) const;
   static bool number_may_end(const Frame& f);
+  // Whether plain text `b` (`chars` characters) may continue the string or
+  // key on top of a reading.
+  static bool text_takes(const Frame& t, const std::string& b, uint32_t chars);
 
   std::shared_ptr<const JsonSchema> schema_;
   std::vector<Reading> readings_;  // every reading of the text so far

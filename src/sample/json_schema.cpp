@@ -317,11 +317,30 @@ class SchemaCompiler {
   std::map<std::string, RefEntry> refs_;
 };
 
+namespace {
+// The readings a value of n opens (anyOf followed as the recognizer does),
+// counted up to just past `cap`.
+int alternatives(const SchemaNode* n, int depth, int cap) {
+  if (n->kind != SchemaNode::Kind::AnyOf) return 1;
+  if (depth >= JsonSchema::kMaxAnyOfDepth) return 0;
+  int sum = 0;
+  for (const SchemaNode* alt : n->alternatives) {
+    sum += alternatives(alt, depth + 1, cap - sum);
+    if (sum > cap) break;
+  }
+  return sum;
+}
+}  // namespace
+
 Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const json& schema) {
   auto out = std::make_shared<JsonSchema>();
   SchemaCompiler c(schema, *out);
   auto root = c.compile(schema, "", 0);
   if (!root.ok()) return root.error();
+  for (const SchemaNode& n : out->nodes_)
+    if (alternatives(&n, 0, kMaxAlternatives) > kMaxAlternatives)
+      return make_error("JSON schema: its anyOf / oneOf / type lists open more than " +
+                        std::to_string(kMaxAlternatives) + " alternatives at one value");
   out->root_ = *root;
   return std::shared_ptr<const JsonSchema>(std::move(out));
 }

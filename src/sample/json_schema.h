@@ -62,6 +62,11 @@ class JsonSchema {
   static constexpr int kMaxLiterals = 64;    // per enum
   static constexpr int kMaxNodes = 4096;
   static constexpr int kMaxNesting = 64;  // schema objects inside each other
+  // anyOf inside anyOf (through $ref too) that the recognizer follows at one
+  // value, and the most readings one value may open that way: the mask tries
+  // each for every token, on the thread that schedules all requests.
+  static constexpr int kMaxAnyOfDepth = 8;
+  static constexpr int kMaxAlternatives = 64;
 
   // Errors name the keyword and where it is ("at /properties/age: ...").
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::json& schema);

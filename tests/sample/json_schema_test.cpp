@@ -283,7 +283,7 @@ TEST(JsonSchema, RandomWalksNeverStickAndFinishValid) {
   std::mt19937 rng(22);
   std::vector<std::string> tokens;  // printable ASCII, a few words, é whole
   for (char c = ' '; c <= '~'; ++c) tokens.emplace_back(1, c);
-  for (const char* t : {"\"name\"", "\"age\"", "\"a\\\"b\"", "\"tags\"", "null", "true", "12", "\"x\"", "\": ", "\"}", "\xc3\xa9", "ab c", "\xc3\xa9xy"})
+  for (const char* t : {"\"name\"", "\"age\"", "\"a\\\"b\"", "\"tags\"", "null", "true", "12", "\"x\"", "\": ", "\"}", "\xc3\xa9", "ab c", "\xc3\xa9xy", "na", "me", "ag", "ta", "gs", "caf", "line"})
     tokens.emplace_back(t);
   int finished = 0;
   for (int i = 0; i < 300; ++i) {
@@ -384,6 +384,32 @@ TEST(JsonSchema, LiteralsAnyOfArraysStringsAndRecursion) {
   EXPECT_FALSE(accepts(num, "12345678901234567"));
 }
 
+// The mask's shortcut for plain text inside strings and keys, at the edges
+// it must respect: a string's room, names already used, free keys.
+TEST(JsonSchema, MaskShortcutsForTextDecideAsFeeding) {
+  const std::vector<std::string> tokens = {"bc", "bcd", "b\xc3\xa9", "bc\"", "me", "mx", "b", "e\"", "zz z"};
+  auto check = [&](const json& schema, const std::string& prefix, const std::vector<bool>& want) {
+    JsonGrammar g(compiled(schema));
+    ASSERT_TRUE(g.feed(prefix)) << prefix;
+    std::vector<float> logits(tokens.size(), 0.0f);
+    g.mask(tokens, logits);
+    for (size_t id = 0; id < tokens.size(); ++id) {
+      JsonGrammar copy = g;
+      EXPECT_EQ(copy.feed(tokens[id]), static_cast<bool>(want[id])) << prefix << "|" << tokens[id];
+      EXPECT_EQ(!std::isinf(logits[id]), static_cast<bool>(want[id])) << prefix << "|" << tokens[id];
+    }
+  };
+  // Room for two more characters: "bc" and "bé" fit, "bcd" does not.
+  check({{"type", "string"}, {"maxLength", 3}}, "\"a", {true, false, true, true, true, true, true, true, false});
+  const json names = {{"properties", {{"name", true}, {"nab", true}}}};
+  // "na" typed: "me" finishes "name" (unused), "b" begins "nab".
+  check(names, "{\"na", {false, false, false, false, true, false, true, false, false});
+  // "name" used: only "nab" is left.
+  check(names, "{\"name\":1,\"na", {false, false, false, false, false, false, true, false, false});
+  // Other keys allowed: any plain text goes on.
+  check({{"type", "object"}}, "{\"na", {true, true, true, true, true, true, true, true, true});
+}
+
 TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
   const json bad[] = {
       {{"type", "string"}, {"pattern", "^a"}},
@@ -414,6 +440,14 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
   json deep = json::object();
   for (int i = 0; i < 200; ++i) deep = {{"type", "array"}, {"items", deep}};
   EXPECT_FALSE(JsonSchema::compile(deep).ok());
+  // A value may open at most kMaxAlternatives readings (anyOf in anyOf too).
+  json wide_any = {{"anyOf", json::array()}};
+  for (int i = 0; i <= JsonSchema::kMaxAlternatives; ++i) wide_any["anyOf"].push_back({{"const", i}});
+  EXPECT_FALSE(JsonSchema::compile(wide_any).ok());
+  json nine = {{"anyOf", json::array()}};
+  for (int i = 0; i < 9; ++i) nine["anyOf"].push_back({{"const", i}});
+  EXPECT_TRUE(JsonSchema::compile(nine).ok());
+  EXPECT_FALSE(JsonSchema::compile({{"anyOf", json::array({nine, nine, nine, nine, nine, nine, nine, nine})}}).ok());
   // Annotations are no errors; a self-referring anyOf is bounded, not endless.
   EXPECT_TRUE(JsonSchema::compile({{"title", "T"}, {"type", "string"}, {"format", "date-time"}, {"x-vendor", 1}}).ok());
   const auto loop = compiled({{"$defs", {{"a", {{"anyOf", {{{"$ref", "#/$defs/a"}}, {{"type", "null"}}}}}}}}, {"$ref", "#/$defs/a"}});
