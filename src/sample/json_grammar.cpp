@@ -17,48 +17,6 @@ bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' 
 uint64_t bit(int i) { return uint64_t{1} << i; }
 uint64_t first_bits(size_t n) { return n >= 64 ? ~uint64_t{0} : bit(static_cast<int>(n)) - 1; }
 
-// What one byte of a string's body (after the opening quote) is.
-enum class StrByte { Bad, Closes, Char, Cont };  // Char: a character starts (counted for lengths)
-
-template <typename At>
-StrByte string_byte(uint8_t& str, char c, At body, At escape, At hex1, At hex4) {
-  if (str == body) {
-    if (c == '"') return StrByte::Closes;
-    if (c == '\\') {
-      str = escape;
-      return StrByte::Char;
-    }
-    if (static_cast<unsigned char>(c) < 0x20) return StrByte::Bad;
-    return (static_cast<unsigned char>(c) & 0xC0) == 0x80 ? StrByte::Cont : StrByte::Char;
-  }
-  if (str == escape) {
-    if (c == 'u') {
-      str = hex1;
-      return StrByte::Cont;
-    }
-    if (c != '\0' && std::strchr("\"\\/bfnrt", c)) {
-      str = body;
-      return StrByte::Cont;
-    }
-    return StrByte::Bad;
-  }
-  if (!is_hex(c)) return StrByte::Bad;  // one of the four digits of \uXXXX
-  str = str == hex4 ? static_cast<uint8_t>(body) : static_cast<uint8_t>(str + 1);
-  return StrByte::Cont;
-}
-
-// Bytes that stay inside a string body as they are (no quote, backslash or
-// control byte); `chars`: the characters they start.
-bool plain_text(const std::string& b, uint32_t& chars) {
-  chars = 0;
-  for (char c : b) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || c == '"' || c == '\\') return false;
-    chars += (u & 0xC0) != 0x80;
-  }
-  return true;
-}
-
 }  // namespace
 
 JsonGrammar::JsonGrammar() : JsonGrammar(JsonSchema::any_object()) {}
@@ -118,6 +76,75 @@ bool JsonGrammar::can_end() const {
   return false;
 }
 
+// One byte of a string's body after the opening quote. Strings hold valid
+// UTF-8 (RFC 3629's ranges: no overlong forms, surrogates or code points
+// past U+10FFFF), so an answer's text is exactly its bytes and lengths count
+// what a client counts.
+JsonGrammar::StrByte JsonGrammar::string_byte(Frame& t, char c) {
+  const auto u = static_cast<unsigned char>(c);
+  if (t.u8_left > 0) {  // inside a multi-byte character
+    if (u < t.u8_lo || u > t.u8_hi) return StrByte::Bad;
+    t.u8_lo = 0x80;
+    t.u8_hi = 0xBF;
+    --t.u8_left;
+    return StrByte::Cont;
+  }
+  switch (t.str) {
+    case kBody:
+      if (c == '"') return StrByte::Closes;
+      if (c == '\\') {
+        t.str = kEscape;
+        return StrByte::Char;
+      }
+      if (u < 0x20) return StrByte::Bad;
+      if (u < 0x80) return StrByte::Char;
+      t.u8_lo = 0x80;
+      t.u8_hi = 0xBF;
+      if (u >= 0xC2 && u <= 0xDF) {
+        t.u8_left = 1;
+      } else if (u >= 0xE0 && u <= 0xEF) {
+        t.u8_left = 2;
+        if (u == 0xE0) t.u8_lo = 0xA0;  // not overlong
+        if (u == 0xED) t.u8_hi = 0x9F;  // not a surrogate
+      } else if (u >= 0xF0 && u <= 0xF4) {
+        t.u8_left = 3;
+        if (u == 0xF0) t.u8_lo = 0x90;  // not overlong
+        if (u == 0xF4) t.u8_hi = 0x8F;  // not past U+10FFFF
+      } else {
+        return StrByte::Bad;  // a continuation byte alone, C0/C1, F5-FF
+      }
+      return StrByte::Char;
+    case kEscape:
+      if (c == 'u') {
+        t.str = kHex1;
+        return StrByte::Cont;
+      }
+      if (c != '\0' && std::strchr("\"\\/bfnrt", c)) {
+        t.str = kBody;
+        return StrByte::Cont;
+      }
+      return StrByte::Bad;
+    default:  // one of the four digits of \uXXXX
+      if (!is_hex(c)) return StrByte::Bad;
+      t.str = t.str == kHex4 ? static_cast<uint8_t>(kBody) : static_cast<uint8_t>(t.str + 1);
+      return StrByte::Cont;
+  }
+}
+
+// Bytes that stay inside a string body as they are: no quote, backslash or
+// control byte, and whole UTF-8 characters; `chars`: how many.
+bool JsonGrammar::plain_text(const std::string& b, uint32_t& chars) {
+  Frame t{};  // a string body, between characters
+  chars = 0;
+  for (char c : b) {
+    if (c == '"' || c == '\\') return false;
+    const StrByte k = string_byte(t, c);
+    if (k == StrByte::Bad) return false;
+    chars += k == StrByte::Char;
+  }
+  return t.u8_left == 0;
+}
+
 size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<float> logits) const {
   size_t allowed = 0;
   JsonGrammar g = *this;  // scratch: each token starts from a copy of this state
@@ -132,7 +159,7 @@ size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<flo
   bool in_text = true;
   for (const Reading& r : readings_) {
     const Frame& t = r.top();
-    in_text = in_text && t.str == kBody &&
+    in_text = in_text && t.str == kBody && t.u8_left == 0 &&
               (t.kind == Kind::String || (t.kind == Kind::Object && t.at == kInKey));
   }
   for (size_t id = 0; id < token_bytes.size() && id < logits.size(); ++id) {
@@ -346,7 +373,7 @@ bool JsonGrammar::object_step(Reading& r, char c) {
       t.cand = declared;
       return true;
     case kInKey: {
-      const StrByte b = string_byte<StrAt>(t.str, c, kBody, kEscape, kHex1, kHex4);
+      const StrByte b = string_byte(t, c);
       if (b == StrByte::Bad) return false;
       if (b == StrByte::Closes) {
         t.at = kColon;
@@ -494,7 +521,7 @@ bool JsonGrammar::step(Reading& r, char c) {
     case Kind::Literal:
       return literal_step(r, c);
     case Kind::String: {
-      const StrByte b = string_byte<StrAt>(t.str, c, kBody, kEscape, kHex1, kHex4);
+      const StrByte b = string_byte(t, c);
       if (b == StrByte::Bad) return false;
       if (b == StrByte::Closes) return t.count >= t.node->min_length && value_done(r);
       if (b == StrByte::Char && t.count++ >= t.node->max_length) return false;

@@ -4,9 +4,10 @@
 // the answer so far no longer the prefix of such a text. JSON mode (OpenAI's
 // response_format {"type": "json_object"}) is the schema "any object".
 //
-// RFC 8259's grammar, with a nesting limit; strings take any bytes >= 0x80
-// (the detokenizer's UTF-8 rules apply as to any answer) but no control
-// characters, and escapes as the RFC lists them. Whitespace between tokens
+// RFC 8259's grammar, with a nesting limit; strings (keys too) hold valid
+// UTF-8 (RFC 3629: a byte-fallback token cannot leave a broken character,
+// which the detokenizer would show as U+FFFD) and no control characters,
+// and escapes as the RFC lists them. Whitespace between tokens
 // is llama.cpp's schema grammars' `space`: none, one ' ', or one or two
 // '\n' and then at most kMaxWhitespace spaces or tabs (pretty-printed JSON
 // fits it): a weak model otherwise prefers blank lines for ever to
@@ -84,6 +85,8 @@ class JsonGrammar {
     uint8_t at;   // ObjectAt / ArrayAt / RootAt / NumberAt
     uint8_t str;  // String and Object keys: StrAt (kBody = 0)
     int8_t prop;  // Object: the property whose value is read (-1: another key)
+    uint8_t u8_left;        // String / key: continuation bytes the character still needs
+    uint8_t u8_lo, u8_hi;   // the range the next of them must be in
   };
   static constexpr int kMaxFrames = kMaxDepth + 2;  // the root, containers, one scalar
   struct Reading {
@@ -95,6 +98,9 @@ class JsonGrammar {
     const Frame& top() const { return f[depth - 1]; }
   };
 
+  enum class StrByte { Bad, Closes, Char, Cont };  // Char: a character starts (counted for lengths)
+  static StrByte string_byte(Frame& t, char c);
+  static bool plain_text(const std::string& b, uint32_t& chars);
   void copy_from(const JsonGrammar& o);
   static void copy_reading(Reading& to, const Reading& from);
   bool step_all(char c);

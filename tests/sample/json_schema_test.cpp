@@ -410,6 +410,24 @@ TEST(JsonSchema, MaskShortcutsForTextDecideAsFeeding) {
   check({{"type", "object"}}, "{\"na", {true, true, true, true, true, true, true, true, true});
 }
 
+// Strings and keys hold valid UTF-8 (a byte-fallback token cannot leave a
+// broken character), and lengths count characters.
+TEST(JsonSchema, StringsAreValidUtf8AndLengthsCountCharacters) {
+  const auto s = compiled({{"type", "string"}, {"maxLength", 2}});
+  for (const char* good : {"\"\xc3\xa9\xe2\x82\xac\"", "\"\xf0\x9f\x98\x80\"", "\"\xed\x9f\xbf\""}) EXPECT_TRUE(accepts(s, good)) << good;
+  for (const char* bad : {"\"\xc3\"", "\"\x80\"", "\"\xc0\xaf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"",
+                          "\"\xf4\x90\x80\x80\"", "\"\xff\"", "\"\xc3\xa9\xc3\xa9\xc3\xa9\""})
+    EXPECT_FALSE(accepts(s, bad)) << bad;
+  JsonGrammar g(s);
+  ASSERT_TRUE(g.feed("\"\xe2"));
+  EXPECT_FALSE(g.feed("\""));  // the character is not finished
+  std::vector<std::string> tokens = {"\x82", "\x82\xac", "\x82\xacxy", "a"};
+  std::vector<float> logits(tokens.size(), 0.0f);
+  EXPECT_EQ(g.mask(tokens, logits), 2u);  // "\x82" (one more to come) and "\x82\xac" (€: one character)
+  JsonGrammar any;
+  EXPECT_FALSE(any.feed("{\"\xc3\":1}"));  // keys too
+}
+
 TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
   const json bad[] = {
       {{"type", "string"}, {"pattern", "^a"}},

@@ -35,6 +35,22 @@ PROMPTS = [
     "The sun was hot and", "Tom had a red ball.", "Sara liked to sing", "A big tree stood",
 ]
 
+# Structured output's one-off requests ask for this; a finished answer must be such an object.
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "n": {"type": "integer"},
+                                           "ok": {"type": ["boolean", "null"]}},
+          "required": ["name", "n"], "additionalProperties": False}
+
+
+def schema_ok(text):
+    try:
+        v = json.loads(text)
+    except ValueError:
+        return False
+    return (isinstance(v, dict) and set(v) <= {"name", "n", "ok"} and {"name", "n"} <= set(v)
+            and isinstance(v["name"], str) and len(v["name"]) <= 8
+            and isinstance(v["n"], int) and not isinstance(v["n"], bool)
+            and v.get("ok") in (True, False, None))
+
 
 class Server:
     def __init__(self, binary, model, state_dir, extra):
@@ -170,6 +186,10 @@ class Chaos:
                     body["n"] = n
                     if rng.random() < 0.3:
                         body.update(logprobs=rng.randrange(0, 4), echo=rng.random() < 0.5)
+                    structured = rng.random() < 0.2 and not body.get("echo")
+                    if structured:  # structured output: a schema mask in the same batches
+                        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}
+                        body["max_tokens"] = 80
                     if rng.random() < 0.3:
                         s, h, *_ = stream(port, "/v1/completions", body, hang_up_after=rng.randrange(1, 6))
                         self.count(s, h)
@@ -179,6 +199,11 @@ class Chaos:
                         if s == 200 and len(json.loads(raw)["choices"]) != n * prompts:
                             with self.lock:
                                 self.violations.append(f"{n * prompts} choices asked, got another count")
+                        if s == 200 and structured:
+                            for ch in json.loads(raw)["choices"]:
+                                if ch["finish_reason"] == "stop" and not schema_ok(ch["text"]):
+                                    with self.lock:
+                                        self.violations.append(f"structured answer off its schema: {ch['text']!r}")
                 elif action < 0.72:
                     self.invalid(rng, port)
                 elif action < 0.80:
@@ -239,6 +264,8 @@ class Chaos:
             (b'{"prompt": "x", "temperature": "hot"}', {}), (b'{"prompt": "x", "session_id": "../etc"}', {}),
             (b'{"messages": "hi"}', {}), (b'{"prompt": "x"}', {"Content-Type": "text/plain"}),
             (b'{"prompt": "x", "n": 65}', {}), (b"[]", {}), (b'{"prompt": "\\ud800"}', {}),
+            (b'{"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"schema": '
+             b'{"type": "string", "pattern": "a"}}}}', {}),
         ]
         body, hdrs = rng.choice(cases)
         path = rng.choice(["/v1/completions", "/v1/chat/completions", "/v1/nope"])
