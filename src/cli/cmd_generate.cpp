@@ -2,15 +2,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-
-#include "cli/commands.h"
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "cli/commands.h"
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
-#include "sample/json_grammar.h"
 #include "runtime/scoring.h"
+#include "sample/json_grammar.h"
 #include "util/check.h"
 #include "util/mapped_file.h"
 

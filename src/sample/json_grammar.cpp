@@ -389,7 +389,8 @@ bool JsonGrammar::object_step(Reading& r, char c) {
       uint64_t keep = 0;
       for (size_t i = 0; i < n.properties.size(); ++i) {
         const std::string& key = n.properties[i].key;
-        if ((t.cand & bit(static_cast<int>(i))) && t.pos < key.size() && key[t.pos] == c) keep |= bit(static_cast<int>(i));
+        if ((t.cand & bit(static_cast<int>(i))) && t.pos < key.size() && key[t.pos] == c)
+          keep |= bit(static_cast<int>(i));
       }
       t.cand = keep;
       ++t.pos;

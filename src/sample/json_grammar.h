@@ -57,8 +57,7 @@ class JsonGrammar {
   size_t mask(std::span<const std::string> token_bytes, std::span<float> logits) const;
   // As above; the end-of-generation tokens `ends` keep their logits where
   // the answer may end here (can_end(): a whole top-level number, say).
-  size_t mask(std::span<const std::string> token_bytes, std::span<float> logits,
-              std::span<const int32_t> ends) const;
+  size_t mask(std::span<const std::string> token_bytes, std::span<float> logits, std::span<const int32_t> ends) const;
 
  private:
   enum class Kind : uint8_t { Root, Object, Array, String, Number, Literal };
@@ -82,16 +81,16 @@ class JsonGrammar {
     uint32_t count;  // Array: items; String: characters; Number: digits in this part
     uint32_t pos;    // Object key / Literal: bytes matched
     Kind kind;
-    uint8_t at;   // ObjectAt / ArrayAt / RootAt / NumberAt
-    uint8_t str;  // String and Object keys: StrAt (kBody = 0)
-    int8_t prop;  // Object: the property whose value is read (-1: another key)
-    uint8_t u8_left;        // String / key: continuation bytes the character still needs
-    uint8_t u8_lo, u8_hi;   // the range the next of them must be in
+    uint8_t at;            // ObjectAt / ArrayAt / RootAt / NumberAt
+    uint8_t str;           // String and Object keys: StrAt (kBody = 0)
+    int8_t prop;           // Object: the property whose value is read (-1: another key)
+    uint8_t u8_left;       // String / key: continuation bytes the character still needs
+    uint8_t u8_lo, u8_hi;  // the range the next of them must be in
   };
   static constexpr int kMaxFrames = kMaxDepth + 2;  // the root, containers, one scalar
   struct Reading {
     uint8_t depth = 0;
-    uint8_t ws = kWsNone;  // the whitespace run outside strings so far
+    uint8_t ws = kWsNone;   // the whitespace run outside strings so far
     uint8_t ws_indent = 0;  // its spaces and tabs after the newlines
     std::array<Frame, kMaxFrames> f;
     Frame& top() { return f[depth - 1]; }

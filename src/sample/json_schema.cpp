@@ -36,22 +36,42 @@ namespace {
 // default, examples, format, $defs, vendor extensions) only describe, and
 // are ignored as a validator ignores unknown keywords.
 const std::set<std::string>& refused() {
-  static const std::set<std::string> k = {
-      "pattern",          "patternProperties", "minimum",           "maximum",      "exclusiveMinimum",
-      "exclusiveMaximum", "multipleOf",        "not",               "if",           "then",
-      "else",             "dependentRequired", "dependentSchemas",  "dependencies", "minProperties",
-      "maxProperties",    "uniqueItems",       "contains",          "minContains",  "maxContains",
-      "propertyNames",    "unevaluatedProperties", "unevaluatedItems", "prefixItems", "additionalItems",
-      "$dynamicRef",      "$recursiveRef"};
+  static const std::set<std::string> k = {"pattern",
+                                          "patternProperties",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "multipleOf",
+                                          "not",
+                                          "if",
+                                          "then",
+                                          "else",
+                                          "dependentRequired",
+                                          "dependentSchemas",
+                                          "dependencies",
+                                          "minProperties",
+                                          "maxProperties",
+                                          "uniqueItems",
+                                          "contains",
+                                          "minContains",
+                                          "maxContains",
+                                          "propertyNames",
+                                          "unevaluatedProperties",
+                                          "unevaluatedItems",
+                                          "prefixItems",
+                                          "additionalItems",
+                                          "$dynamicRef",
+                                          "$recursiveRef"};
   return k;
 }
 
 // Keywords this compiler reads.
 const std::set<std::string>& understood() {
-  static const std::set<std::string> k = {"type",     "properties", "required",  "additionalProperties",
-                                          "items",    "minItems",   "maxItems",  "minLength",
-                                          "maxLength", "enum",      "const",     "anyOf",
-                                          "oneOf",    "allOf",      "$ref"};
+  static const std::set<std::string> k = {"type",      "properties", "required", "additionalProperties",
+                                          "items",     "minItems",   "maxItems", "minLength",
+                                          "maxLength", "enum",       "const",    "anyOf",
+                                          "oneOf",     "allOf",      "$ref"};
   return k;
 }
 
@@ -64,7 +84,8 @@ bool type_matches(const json& v, const std::string& t) {
   if (t == "array") return v.is_array();
   if (t == "string") return v.is_string();
   if (t == "number") return v.is_number();
-  if (t == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  if (t == "integer")
+    return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
   if (t == "boolean") return v.is_boolean();
   return v.is_null();  // "null"
 }
@@ -127,7 +148,8 @@ class SchemaCompiler {
           if (std::find(types.begin(), types.end(), v.get<std::string>()) == types.end())
             types.push_back(v.get<std::string>());
       } else {
-        return fail(at, "'type' must be one of object, array, string, number, integer, boolean, null, or a list of them");
+        return fail(at,
+                    "'type' must be one of object, array, string, number, integer, boolean, null, or a list of them");
       }
     }
 
@@ -186,7 +208,8 @@ class SchemaCompiler {
     if (!n) return limit(at);
     n->kind = SchemaNode::Kind::Literal;
     for (const json& v : values) {
-      if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const std::string& t) { return type_matches(v, t); }))
+      if (!types.empty() &&
+          std::none_of(types.begin(), types.end(), [&](const std::string& t) { return type_matches(v, t); }))
         continue;
       std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
       if (std::find(n->texts.begin(), n->texts.end(), text) == n->texts.end()) n->texts.push_back(std::move(text));
@@ -262,7 +285,9 @@ class SchemaCompiler {
         auto it = std::find_if(n->properties.begin(), n->properties.end(),
                                [&](const SchemaNode::Property& p) { return p.key == key; });
         if (it == n->properties.end()) {  // a required key the properties do not describe
-          if (!n->additional) return fail(at, "required '" + r.get<std::string>() + "' is neither a property nor allowed by 'additionalProperties'");
+          if (!n->additional)
+            return fail(at, "required '" + r.get<std::string>() +
+                                "' is neither a property nor allowed by 'additionalProperties'");
           if (n->properties.size() >= static_cast<size_t>(JsonSchema::kMaxProperties))
             return fail(at, "more than " + std::to_string(JsonSchema::kMaxProperties) + " properties");
           n->properties.push_back({key, n->additional});

@@ -46,9 +46,9 @@ struct SchemaNode {
 
   Kind kind = Kind::Any;
   std::vector<Property> properties;
-  uint64_t required = 0;                    // bit i: properties[i] must be present
-  const SchemaNode* additional = nullptr;   // other keys' values; nullptr: no other keys
-  const SchemaNode* items = nullptr;        // nullptr with max_items 0: no items
+  uint64_t required = 0;                   // bit i: properties[i] must be present
+  const SchemaNode* additional = nullptr;  // other keys' values; nullptr: no other keys
+  const SchemaNode* items = nullptr;       // nullptr with max_items 0: no items
   uint32_t min_items = 0, max_items = std::numeric_limits<uint32_t>::max();
   uint32_t min_length = 0, max_length = std::numeric_limits<uint32_t>::max();
   bool bounded_digits = false;

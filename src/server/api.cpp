@@ -413,7 +413,8 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   const size_t n_prompts = chat ? 1 : cr.prompts.size();
   if (chat && cr.json_schema && opts_.chat == ChatFamily::GptOss)
     return {error_reply({400,
-                         "JSON mode cannot constrain gpt-oss's Harmony answers (reasoning and channel markers come "
+                         "structured output (response_format) cannot constrain gpt-oss's Harmony answers (reasoning "
+                         "and channel markers come "
                          "before the final text); ask for JSON in the prompt instead",
                          "response_format"}),
             nullptr};

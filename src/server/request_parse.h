@@ -23,8 +23,8 @@ struct CompletionRequest {
     bool is_ids = false;
   };
   std::vector<Prompt> prompts;
-  int n = 1;                 // choices per prompt
-  bool echo = false;         // completions: the prompt precedes the answer (and is scored with logprobs)
+  int n = 1;          // choices per prompt
+  bool echo = false;  // completions: the prompt precedes the answer (and is scored with logprobs)
   // response_format json_object (any object) or json_schema: the answer is
   // one JSON text the schema accepts. Null: free text.
   std::shared_ptr<const JsonSchema> json_schema;

@@ -416,8 +416,7 @@ void Scheduler::step() {
     std::span<const float> candidates = next;
     if (a.json) {  // structured output: only tokens that keep the answer a schema-valid JSON prefix
       masked_.assign(next.begin(), next.end());
-      const size_t allowed =
-          a.json->mask(token_bytes_, masked_, r.ignore_eos ? std::span<const int32_t>() : eog_ids_);
+      const size_t allowed = a.json->mask(token_bytes_, masked_, r.ignore_eos ? std::span<const int32_t>() : eog_ids_);
       if (allowed == 0) {
         finish(a, "stop");
         continue;

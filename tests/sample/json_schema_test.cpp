@@ -3,6 +3,8 @@
 // value-level validator of the same subset (the oracle below) on random
 // schemas, values and mutations, and by random walks whose finished texts
 // must validate.
+#include "sample/json_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <random>
 
 #include "sample/json_grammar.h"
-#include "sample/json_schema.h"
 
 namespace ss {
 namespace {
@@ -227,21 +228,25 @@ json random_leaf(std::mt19937& rng) {
 // A value the schema accepts most of the time (a random leaf sometimes).
 json random_value(std::mt19937& rng, const json& s, const json& root, int depth) {
   if (rng() % 12 == 0 || depth > 6) return random_leaf(rng);
-  if (s.contains("$ref")) return random_value(rng, root.at(json::json_pointer(s["$ref"].get<std::string>().substr(1))), root, depth + 1);
+  if (s.contains("$ref"))
+    return random_value(rng, root.at(json::json_pointer(s["$ref"].get<std::string>().substr(1))), root, depth + 1);
   for (const char* k : {"anyOf", "oneOf"})
     if (s.contains(k)) return random_value(rng, s[k][rng() % s[k].size()], root, depth + 1);
   if (s.contains("enum")) return s["enum"][rng() % s["enum"].size()];
   if (s.contains("const")) return s["const"];
   std::string t = "any";
-  if (s.contains("type")) t = s["type"].is_string() ? s["type"].get<std::string>() : s["type"][rng() % s["type"].size()].get<std::string>();
+  if (s.contains("type"))
+    t = s["type"].is_string() ? s["type"].get<std::string>() : s["type"][rng() % s["type"].size()].get<std::string>();
   if (t == "null") return nullptr;
   if (t == "boolean") return rng() % 2 == 0;
   if (t == "integer") return static_cast<int64_t>(rng() % 200000) - 100000;
-  if (t == "number") return rng() % 2 ? json(static_cast<int64_t>(rng() % 100)) : json((static_cast<double>(rng() % 1000) - 500) / 4);
+  if (t == "number")
+    return rng() % 2 ? json(static_cast<int64_t>(rng() % 100)) : json((static_cast<double>(rng() % 1000) - 500) / 4);
   if (t == "string") return random_text(rng, "ab \"\\");
   if (t == "array") {
     json a = json::array();
-    for (size_t n = rng() % 4; n > 0; --n) a.push_back(random_value(rng, s.value("items", json::object()), root, depth + 1));
+    for (size_t n = rng() % 4; n > 0; --n)
+      a.push_back(random_value(rng, s.value("items", json::object()), root, depth + 1));
     return a;
   }
   if (t == "object") {
@@ -283,7 +288,8 @@ TEST(JsonSchema, RandomWalksNeverStickAndFinishValid) {
   std::mt19937 rng(22);
   std::vector<std::string> tokens;  // printable ASCII, a few words, é whole
   for (char c = ' '; c <= '~'; ++c) tokens.emplace_back(1, c);
-  for (const char* t : {"\"name\"", "\"age\"", "\"a\\\"b\"", "\"tags\"", "null", "true", "12", "\"x\"", "\": ", "\"}", "\xc3\xa9", "ab c", "\xc3\xa9xy", "na", "me", "ag", "ta", "gs", "caf", "line"})
+  for (const char* t : {"\"name\"", "\"age\"", "\"a\\\"b\"", "\"tags\"", "null", "true", "12", "\"x\"", "\": ", "\"}",
+                        "\xc3\xa9", "ab c",    "\xc3\xa9xy", "na",       "me",   "ag",   "ta", "gs",    "caf",  "line"})
     tokens.emplace_back(t);
   int finished = 0;
   for (int i = 0; i < 300; ++i) {
@@ -336,10 +342,11 @@ TEST(JsonSchema, ObjectsTakeTheirPropertiesOnceAndTheRequiredOnes) {
                            {"properties", {{"name", {{"type", "string"}}}, {"age", {{"type", "integer"}}}}},
                            {"required", {"name", "age"}},
                            {"additionalProperties", false}});
-  for (const char* good : {R"({"name":"Al","age":3})", R"({ "age" : -30 , "name" : "" })"}) EXPECT_TRUE(accepts(s, good)) << good;
-  for (const char* bad : {R"({"name":"Al"})", R"({"nam":"Al","age":3})", R"({"name":"Al","age":3.5})",
-                          R"({"name":"Al","age":3,"x":1})", R"({"name":"Al","name":"B","age":3})", R"({"name":1,"age":3})",
-                          R"(["name"])", R"({"age":1e3,"name":"A"})"})
+  for (const char* good : {R"({"name":"Al","age":3})", R"({ "age" : -30 , "name" : "" })"})
+    EXPECT_TRUE(accepts(s, good)) << good;
+  for (const char* bad :
+       {R"({"name":"Al"})", R"({"nam":"Al","age":3})", R"({"name":"Al","age":3.5})", R"({"name":"Al","age":3,"x":1})",
+        R"({"name":"Al","name":"B","age":3})", R"({"name":1,"age":3})", R"(["name"])", R"({"age":1e3,"name":"A"})"})
     EXPECT_FALSE(accepts(s, bad)) << bad;
   // Keys are matched as written, one byte at a time: "na" can go on, "nx" cannot.
   JsonGrammar g(s);
@@ -371,9 +378,10 @@ TEST(JsonSchema, LiteralsAnyOfArraysStringsAndRecursion) {
   for (const char* good : {"[true]", "[ false , true ]"}) EXPECT_TRUE(accepts(arr, good)) << good;
   for (const char* bad : {"[]", "[true,true,true]", "[1]"}) EXPECT_FALSE(accepts(arr, bad)) << bad;
 
-  const json tree = {{"type", "object"},
-                     {"properties", {{"v", {{"type", "integer"}}}, {"kids", {{"type", "array"}, {"items", {{"$ref", "#"}}}}}}},
-                     {"required", {"v"}}};
+  const json tree = {
+      {"type", "object"},
+      {"properties", {{"v", {{"type", "integer"}}}, {"kids", {{"type", "array"}, {"items", {{"$ref", "#"}}}}}}},
+      {"required", {"v"}}};
   const auto t = compiled(tree);
   EXPECT_TRUE(accepts(t, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4}]}]})"));
   EXPECT_FALSE(accepts(t, R"({"v":1,"kids":[{"w":2}]})"));
@@ -414,7 +422,8 @@ TEST(JsonSchema, MaskShortcutsForTextDecideAsFeeding) {
 // broken character), and lengths count characters.
 TEST(JsonSchema, StringsAreValidUtf8AndLengthsCountCharacters) {
   const auto s = compiled({{"type", "string"}, {"maxLength", 2}});
-  for (const char* good : {"\"\xc3\xa9\xe2\x82\xac\"", "\"\xf0\x9f\x98\x80\"", "\"\xed\x9f\xbf\""}) EXPECT_TRUE(accepts(s, good)) << good;
+  for (const char* good : {"\"\xc3\xa9\xe2\x82\xac\"", "\"\xf0\x9f\x98\x80\"", "\"\xed\x9f\xbf\""})
+    EXPECT_TRUE(accepts(s, good)) << good;
   for (const char* bad : {"\"\xc3\"", "\"\x80\"", "\"\xc0\xaf\"", "\"\xe0\x80\xaf\"", "\"\xed\xa0\x80\"",
                           "\"\xf4\x90\x80\x80\"", "\"\xff\"", "\"\xc3\xa9\xc3\xa9\xc3\xa9\""})
     EXPECT_FALSE(accepts(s, bad)) << bad;
@@ -468,7 +477,8 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
   EXPECT_FALSE(JsonSchema::compile({{"anyOf", json::array({nine, nine, nine, nine, nine, nine, nine, nine})}}).ok());
   // Annotations are no errors; a self-referring anyOf is bounded, not endless.
   EXPECT_TRUE(JsonSchema::compile({{"title", "T"}, {"type", "string"}, {"format", "date-time"}, {"x-vendor", 1}}).ok());
-  const auto loop = compiled({{"$defs", {{"a", {{"anyOf", {{{"$ref", "#/$defs/a"}}, {{"type", "null"}}}}}}}}, {"$ref", "#/$defs/a"}});
+  const auto loop =
+      compiled({{"$defs", {{"a", {{"anyOf", {{{"$ref", "#/$defs/a"}}, {{"type", "null"}}}}}}}}, {"$ref", "#/$defs/a"}});
   EXPECT_TRUE(accepts(loop, "null"));
 }
 

@@ -567,14 +567,15 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
   int closed = 0;
   for (int seed = 1; seed <= 8; ++seed) {
     int status = 0;
-    const json r = test::post(c, "/v1/completions",
-                              {{"prompt", "Once upon a time"},
-                               {"max_tokens", 200},
-                               {"temperature", 1.0},
-                               {"seed", seed},
-                               {"response_format", {{"type", "json_schema"},
-                                                    {"json_schema", {{"name", "person"}, {"schema", person}, {"strict", true}}}}}},
-                              &status);
+    const json r = test::post(
+        c, "/v1/completions",
+        {{"prompt", "Once upon a time"},
+         {"max_tokens", 200},
+         {"temperature", 1.0},
+         {"seed", seed},
+         {"response_format",
+          {{"type", "json_schema"}, {"json_schema", {{"name", "person"}, {"schema", person}, {"strict", true}}}}}},
+        &status);
     ASSERT_EQ(status, 200) << r.dump();
     const std::string text = r["choices"][0]["text"].get<std::string>();
     JsonGrammar g(compiled.value());
@@ -605,11 +606,12 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
   }
   // A top-level number may end at end-of-generation or where its digits run out.
   for (int seed = 1; seed <= 4; ++seed) {
-    const json r = test::post(c, "/v1/completions",
-                              {{"prompt", "The number is"},
-                               {"max_tokens", 40},
-                               {"seed", seed},
-                               {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "integer"}}}}}}}});
+    const json r = test::post(
+        c, "/v1/completions",
+        {{"prompt", "The number is"},
+         {"max_tokens", 40},
+         {"seed", seed},
+         {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", {{"type", "integer"}}}}}}}});
     const std::string text = r["choices"][0]["text"].get<std::string>();
     JsonGrammar gn(JsonSchema::compile({{"type", "integer"}}).value());
     EXPECT_TRUE(gn.feed(text)) << text;
@@ -621,16 +623,17 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
   int status = 0;
   json bad = person;
   bad["properties"]["age"]["minimum"] = 0;
-  const json refused = test::post(c, "/v1/completions",
-                                  {{"prompt", "x"},
-                                   {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", bad}}}}}},
-                                  &status);
+  const json refused = test::post(
+      c, "/v1/completions",
+      {{"prompt", "x"}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", bad}}}}}}, &status);
   EXPECT_EQ(status, 400);
   EXPECT_EQ(refused["error"]["param"], "response_format");
-  EXPECT_NE(refused["error"]["message"].get<std::string>().find("/properties/age"), std::string::npos) << refused.dump();
+  EXPECT_NE(refused["error"]["message"].get<std::string>().find("/properties/age"), std::string::npos)
+      << refused.dump();
   for (const json& f : {json{{"type", "json_schema"}}, json{{"type", "json_schema"}, {"json_schema", {{"schema", 3}}}},
                         json{{"type", "json_object"}, {"schema", {{"$ref", "#/nowhere"}}}}}) {
-    test::post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"response_format", f}}, &status);
+    test::post(c, "/v1/chat/completions",
+               {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"response_format", f}}, &status);
     EXPECT_EQ(status, 400) << f.dump();
   }
 }
