@@ -118,12 +118,34 @@ std::string refuse_unsupported(const json& j, bool chat) {
   return "";
 }
 
+// A schema given beside response_format: llama.cpp's top-level
+// "json_schema", vLLM's "guided_json" (an object, or its JSON text).
+std::string parse_schema_field(const json& j, std::shared_ptr<const JsonSchema>& out) {
+  const char* field = given(j, "json_schema") ? "json_schema" : "guided_json";
+  if (given(j, "json_schema") && given(j, "guided_json")) return "give one of 'json_schema' and 'guided_json'";
+  if (given(j, "response_format")) {
+    const json& f = j["response_format"];
+    if (!(f.is_object() && f.contains("type") && f["type"] == "text"))
+      return std::string("give one of 'response_format' and '") + field + "'";
+  }
+  json schema = j[field];
+  if (schema.is_string()) {
+    schema = json::parse(schema.get<std::string>(), nullptr, false);
+    if (schema.is_discarded()) return std::string("'") + field + "' is a string that is not JSON";
+  }
+  auto compiled = JsonSchema::compile(schema);
+  if (!compiled.ok()) return compiled.error().message;
+  out = *compiled;
+  return "";
+}
+
 // response_format: {"type": "text"}, {"type": "json_object"} (llama.cpp
 // also takes a "schema" there), or OpenAI's {"type": "json_schema",
 // "json_schema": {"name": ..., "schema": {...}, "strict": ...}}. A schema
 // that does not compile is the client's error, named with its place.
 std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out) {
   out.reset();
+  if (given(j, "json_schema") || given(j, "guided_json")) return parse_schema_field(j, out);
   if (!given(j, "response_format")) return "";
   const json& f = j["response_format"];
   const std::string kShapes =

@@ -132,6 +132,21 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
     }
   }
   EXPECT_TRUE(parse_ok(with(kChat, {{"response_format", {{"type", "json_object"}}}}), true).json_schema);
+  // llama.cpp's top-level json_schema, vLLM's guided_json (object or JSON text).
+  const json person = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}};
+  for (const json& b :
+       {json{{"json_schema", person}}, json{{"guided_json", person}}, json{{"guided_json", person.dump()}},
+        json{{"guided_json", person}, {"response_format", {{"type", "text"}}}}}) {
+    const auto s = parse_ok(with(kText, b), false).json_schema;
+    ASSERT_TRUE(s) << b.dump();
+    JsonGrammar g(s);
+    EXPECT_TRUE(g.feed("{\"a\":1}") && g.complete()) << b.dump();
+    EXPECT_FALSE(JsonGrammar(s).feed("{\"b\"")) << b.dump();
+  }
+  for (const json& b : {json{{"json_schema", person}, {"guided_json", person}},
+                        json{{"guided_json", person}, {"response_format", {{"type", "json_object"}}}},
+                        json{{"guided_json", "{not json"}}, json{{"json_schema", {{"minimum", 1}}}}})
+    EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
   for (const json& b : {json{{"response_format", {{"type", "text"}}}}, json{{"tools", json::array()}},
                         json{{"tool_choice", "none"}}, json{{"suffix", ""}}, json{{"best_of", 1}}})
     EXPECT_EQ(parse_error(with(kChat, b), true), "") << b.dump();
