@@ -310,7 +310,7 @@ class SchemaCompiler {
     if (!r.is_string()) return fail(at, "'$ref' must be a string");
     const std::string path = r.get<std::string>();
     if (path.empty() || path[0] != '#') return fail(at, "'$ref' must point into this schema ('#/$defs/...')");
-    if (auto it = refs_.find(path); it != refs_.end()) return static_cast<const SchemaNode*>(it->second.node);
+    if (auto it = refs_.find(path); it != refs_.end()) return static_cast<const SchemaNode*>(it->second);
     const json* target = nullptr;
     try {
       target = &doc_.at(json::json_pointer(path.substr(1)));
@@ -319,27 +319,23 @@ class SchemaCompiler {
     }
     SchemaNode* n = add(at);
     if (!n) return limit(at);
-    refs_[path] = {n, true};
+    refs_[path] = n;
+    resolving_.insert(n);
     auto body = compile(*target, path.substr(1), nesting + 1);
     if (!body.ok()) return body.error();
     // A body that is itself a reference still being resolved: a cycle of
     // references with no value in between (legal recursion nests a property,
     // an item or an alternative first).
-    for (const auto& [p, e] : refs_)
-      if (e.resolving && e.node == *body)
-        return fail(at, "'$ref' '" + path + "' refers to itself without a value in between");
+    if (resolving_.count(*body)) return fail(at, "'$ref' '" + path + "' refers to itself without a value in between");
     *n = **body;  // the placeholder becomes the target (references to it were taken during compile)
-    refs_[path].resolving = false;
+    resolving_.erase(n);
     return static_cast<const SchemaNode*>(n);
   }
 
-  struct RefEntry {
-    SchemaNode* node = nullptr;
-    bool resolving = false;
-  };
   const json& doc_;
   JsonSchema& out_;
-  std::map<std::string, RefEntry> refs_;
+  std::map<std::string, SchemaNode*> refs_;  // $ref path -> its node
+  std::set<const SchemaNode*> resolving_;    // placeholders whose body is being compiled
 };
 
 namespace {
