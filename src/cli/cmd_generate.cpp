@@ -79,6 +79,8 @@ int GenerateCommand::run() {
     if (!text.ok()) return fail(text.error().message);
     prompt_ = text.value();
   }
+  auto schema = load_schema(json_schema_, json_schema_file_);
+  if (!schema.ok()) return fail(schema.error().message);
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
@@ -101,8 +103,6 @@ int GenerateCommand::run() {
   if (kv_blocks_ > 0) eo.kv_blocks = kv_blocks_;
   Engine engine(model, eo);
 
-  auto schema = load_schema(json_schema_, json_schema_file_);
-  if (!schema.ok()) return fail(schema.error().message);
   std::optional<JsonGrammar> json;
   std::vector<std::string> token_bytes;
   std::vector<int32_t> ends;
