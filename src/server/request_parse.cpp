@@ -119,19 +119,33 @@ std::string refuse_unsupported(const json& j, bool chat) {
 }
 
 // A schema given beside response_format: llama.cpp's top-level
-// "json_schema", vLLM's "guided_json" (an object, or its JSON text).
+// "json_schema", vLLM's "guided_json" (an object, or its JSON text) and
+// "structured_outputs": {"json": ...}. Their other constraint kinds
+// (grammars, regexes, choices) are refused, not ignored.
 std::string parse_schema_field(const json& j, std::shared_ptr<const JsonSchema>& out) {
-  const char* field = given(j, "json_schema") ? "json_schema" : "guided_json";
-  if (given(j, "json_schema") && given(j, "guided_json")) return "give one of 'json_schema' and 'guided_json'";
+  for (const char* k : {"grammar", "guided_grammar", "guided_regex", "guided_choice"})
+    if (given(j, k))
+      return std::string("'") + k +
+             "' is not supported (JSON schemas are: 'response_format', 'json_schema', "
+             "'guided_json')";
+  std::vector<std::pair<std::string, const json*>> ways;
+  for (const char* k : {"json_schema", "guided_json"})
+    if (given(j, k)) ways.emplace_back(k, &j[k]);
+  if (given(j, "structured_outputs")) {
+    const json& so = j["structured_outputs"];
+    if (!so.is_object() || so.size() != 1 || !so.contains("json"))
+      return "'structured_outputs' takes only {\"json\": schema} here (no choice, regex or grammar)";
+    ways.emplace_back("structured_outputs", &so["json"]);
+  }
   if (given(j, "response_format")) {
     const json& f = j["response_format"];
-    if (!(f.is_object() && f.contains("type") && f["type"] == "text"))
-      return std::string("give one of 'response_format' and '") + field + "'";
+    if (!(f.is_object() && f.contains("type") && f["type"] == "text")) ways.emplace_back("response_format", &f);
   }
-  json schema = j[field];
+  if (ways.size() > 1) return "give one of '" + ways[0].first + "' and '" + ways[1].first + "'";
+  json schema = *ways[0].second;
   if (schema.is_string()) {
     schema = json::parse(schema.get<std::string>(), nullptr, false);
-    if (schema.is_discarded()) return std::string("'") + field + "' is a string that is not JSON";
+    if (schema.is_discarded()) return "'" + ways[0].first + "' is a string that is not JSON";
   }
   auto compiled = JsonSchema::compile(schema);
   if (!compiled.ok()) return compiled.error().message;
@@ -145,7 +159,9 @@ std::string parse_schema_field(const json& j, std::shared_ptr<const JsonSchema>&
 // that does not compile is the client's error, named with its place.
 std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out) {
   out.reset();
-  if (given(j, "json_schema") || given(j, "guided_json")) return parse_schema_field(j, out);
+  for (const char* k : {"json_schema", "guided_json", "structured_outputs", "grammar", "guided_grammar", "guided_regex",
+                        "guided_choice"})
+    if (given(j, k)) return parse_schema_field(j, out);
   if (!given(j, "response_format")) return "";
   const json& f = j["response_format"];
   const std::string kShapes =

@@ -132,11 +132,12 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
     }
   }
   EXPECT_TRUE(parse_ok(with(kChat, {{"response_format", {{"type", "json_object"}}}}), true).json_schema);
-  // llama.cpp's top-level json_schema, vLLM's guided_json (object or JSON text).
+  // llama.cpp's top-level json_schema, vLLM's guided_json (object or JSON
+  // text) and structured_outputs.json; their grammar/regex/choice forms are refused.
   const json person = {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}};
-  for (const json& b :
-       {json{{"json_schema", person}}, json{{"guided_json", person}}, json{{"guided_json", person.dump()}},
-        json{{"guided_json", person}, {"response_format", {{"type", "text"}}}}}) {
+  for (const json& b : {json{{"json_schema", person}}, json{{"guided_json", person}},
+                        json{{"guided_json", person.dump()}}, json{{"structured_outputs", {{"json", person}}}},
+                        json{{"guided_json", person}, {"response_format", {{"type", "text"}}}}}) {
     const auto s = parse_ok(with(kText, b), false).json_schema;
     ASSERT_TRUE(s) << b.dump();
     JsonGrammar g(s);
@@ -145,7 +146,10 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
   }
   for (const json& b : {json{{"json_schema", person}, {"guided_json", person}},
                         json{{"guided_json", person}, {"response_format", {{"type", "json_object"}}}},
-                        json{{"guided_json", "{not json"}}, json{{"json_schema", {{"minimum", 1}}}}})
+                        json{{"guided_json", "{not json"}}, json{{"json_schema", {{"minimum", 1}}}},
+                        json{{"grammar", "root ::= \"a\""}}, json{{"guided_regex", "a+"}},
+                        json{{"guided_choice", {"a", "b"}}}, json{{"structured_outputs", {{"choice", {"a"}}}}},
+                        json{{"structured_outputs", {{"json", person}}}, {"json_schema", person}}})
     EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
   for (const json& b : {json{{"response_format", {{"type", "text"}}}}, json{{"tools", json::array()}},
                         json{{"tool_choice", "none"}}, json{{"suffix", ""}}, json{{"best_of", 1}}})
