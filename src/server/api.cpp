@@ -11,6 +11,7 @@
 #include "server/request_parse.h"
 #include "server/session_lease.h"
 #include "server/tokenize_api.h"
+#include "server/tool_calls.h"
 #include "server/web_page.h"
 
 namespace ss {
@@ -241,7 +242,17 @@ std::string Generation::events(const std::string& text, bool done) {
     out += chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false);
   }
   std::vector<json> pieces;  // this call's deltas (chat) or text (completions)
-  if (chat_)
+  std::string reason_shown;  // tools: "tool_calls" where the answer is a call
+  if (tools_) {
+    held_ += text;
+    if (done) {
+      {
+        std::lock_guard<std::mutex> lk(req->mu);
+        reason_shown = req->finish_reason;
+      }
+      if (reason_shown != "error") pieces.push_back(tool_reply_fields(held_, reason_shown, true));
+    }
+  } else if (chat_)
     pieces = chat_deltas(harmony_.get(), text, done);
   else if (std::string shown = std::exchange(echo_text_, "") + text; !shown.empty())
     pieces.push_back(std::move(shown));
@@ -261,6 +272,7 @@ std::string Generation::events(const std::string& text, bool done) {
     }
     // Several choices: the Completion ends the stream (usage, [DONE], errors).
     if (reason == "error") return sole_ ? out + error_events(error) : out;
+    if (tools_) reason = reason_shown;
     out += chunk(chat_ ? json::object() : json(""), reason, sole_, pieces.empty() ? lp : json());
     if (sole_) out += "data: [DONE]\n\n";
   }
@@ -272,6 +284,11 @@ json Generation::final_choice(const std::string& text) const {
   {
     std::lock_guard<std::mutex> lk(req->mu);
     reason = req->finish_reason;
+  }
+  if (tools_) {
+    json message = {{"role", "assistant"}};
+    message.update(tool_reply_fields(text, reason, false));
+    return envelope(message, reason, false, logprobs_ ? take_logprobs() : json())["choices"][0];
   }
   return envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(echo_text_ + text), reason, false,
                   logprobs_ ? take_logprobs() : json())["choices"][0];
@@ -416,7 +433,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
                          "structured output (response_format) cannot constrain gpt-oss's Harmony answers (reasoning "
                          "and channel markers come "
                          "before the final text); ask for JSON in the prompt instead",
-                         "response_format"}),
+                         cr.tool_calls ? "tools" : "response_format"}),
             nullptr};
   if (!sid.empty() && (cr.n > 1 || n_prompts > 1))
     return {error_reply({400, "a session continues one conversation: 'n' > 1 and several prompts take no session",
@@ -445,6 +462,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     g->stream = cr.stream;
     g->chat_ = chat;
     if (chat && opts_.chat == ChatFamily::GptOss) g->harmony_ = std::make_shared<HarmonySplit>();
+    g->tools_ = cr.tool_calls;
     g->id_ = id;
     g->created_ = created;
     g->model_ = opts_.model_name;

@@ -117,6 +117,10 @@ class Generation {
   // gpt-oss chats: the analysis channel goes out as reasoning_content, the
   // final channel as content (as llama.cpp's server and OpenAI's API do).
   std::shared_ptr<HarmonySplit> harmony_;
+  // Chat with tools: the answer (JSON) is held back until it is whole, then
+  // sent as a tool call or as content (server/tool_calls.h).
+  bool tools_ = false;
+  std::string held_;
   bool sent_role_ = false;
   bool replayed_ = false;  // the saved reply of a turn already done (Idempotency-Key)
   std::string id_, model_, session_id_;

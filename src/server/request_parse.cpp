@@ -6,6 +6,7 @@
 #include <random>
 
 #include "server/scheduler.h"
+#include "server/tool_calls.h"
 
 namespace ss {
 
@@ -106,11 +107,12 @@ std::string parse_prompts(const json& j, CompletionRequest& out) {
 // when they ask for something, rather than silently ignored: a client that
 // asks for JSON output or tool calls must not get free text it trusts.
 std::string refuse_unsupported(const json& j, bool chat) {
-  for (const char* k : {"tools", "functions"})
-    if (given(j, k) && !(j[k].is_array() && j[k].empty()))
-      return std::string("'") + k + "' (tool calls) is not supported";
-  if (given(j, "tool_choice") && j["tool_choice"] != "none" && j["tool_choice"] != "auto")
-    return "'tool_choice' is not supported (no tool calls)";
+  if (given(j, "functions") && !(j["functions"].is_array() && j["functions"].empty()))
+    return "'functions' (OpenAI's deprecated form) is not supported: send 'tools'";
+  if (!chat && given(j, "tools") && !(j["tools"].is_array() && j["tools"].empty()))
+    return "'tools' (tool calls) are a chat field: send them to /v1/chat/completions";
+  if (!chat && given(j, "tool_choice") && j["tool_choice"] != "none" && j["tool_choice"] != "auto")
+    return "'tool_choice' is a chat field: send it to /v1/chat/completions";
   if (!chat && given(j, "suffix") && !(j["suffix"].is_string() && j["suffix"].get<std::string>().empty()))
     return "'suffix' (insertion) is not supported";
   if (given(j, "best_of") && !(j["best_of"].is_number_integer() && j["best_of"].get<int64_t>() <= 1))
@@ -360,16 +362,45 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       }
       std::string role = m["role"].get<std::string>();
       if (role == "developer") role = "system";  // OpenAI's newer name for the system message
-      if (role != "system" && role != "user" && role != "assistant") {
+      if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
         err = {"unknown role '" + role + "'", "messages"};
         return false;
       }
-      std::string content;
-      if (auto e = message_text(m, role, content); !e.empty()) {
+      ChatMessage msg{role, ""};
+      if (auto e = message_text(m, role, msg.content); !e.empty()) {
         err = {e, "messages"};
         return false;
       }
-      out.messages.push_back({role, std::move(content)});
+      // Tool results and the assistant's earlier calls, as the model reads them.
+      if (auto e = tool_history_message(m, msg); !e.empty()) {
+        err = {e, "messages"};
+        return false;
+      }
+      out.messages.push_back(std::move(msg));
+    }
+    ToolSetup tools;
+    if (auto e = parse_tools(j, tools); !e.empty()) {
+      err = {e, "tools"};
+      return false;
+    }
+    if (tools.active()) {
+      if (out.json_schema) {
+        err = {"give one of 'tools' and a response format or schema", "tools"};
+        return false;
+      }
+      auto schema = tools_schema(tools);
+      if (!schema.ok()) {
+        err = {schema.error().message, "tools"};
+        return false;
+      }
+      out.json_schema = schema.value();
+      out.tool_calls = true;
+      // The tools go into the system message (a new one first if none).
+      const std::string text = tools_system_text(tools);
+      if (out.messages[0].role == "system")
+        out.messages[0].content += "\n\n" + text;
+      else
+        out.messages.insert(out.messages.begin(), ChatMessage{"system", text});
     }
   } else {
     if (auto e = parse_prompts(j, out); !e.empty()) {

@@ -28,6 +28,9 @@ struct CompletionRequest {
   // response_format json_object (any object) or json_schema: the answer is
   // one JSON text the schema accepts. Null: free text.
   std::shared_ptr<const JsonSchema> json_schema;
+  // Chat with tools (server/tool_calls.h): json_schema is the tools' answer
+  // shape, and the reply turns a call into `tool_calls`.
+  bool tool_calls = false;
   SamplingParams sampling;
   int64_t max_tokens = -1;
   std::vector<std::string> stop;

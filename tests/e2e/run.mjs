@@ -114,6 +114,47 @@ await check('openai client: structured output with a JSON schema, streamed', asy
   }), /400/);
 });
 
+await check('openai client: tool calls, whole and streamed', async () => {
+  const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
+  const model = (await client.models.list()).data[0].id;
+  const tools = [{
+    type: 'function',
+    function: {
+      name: 'get_weather', description: 'Weather for a city',
+      parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] },
+    },
+  }];
+  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  const whole = await client.chat.completions.create({ model, messages, tools, tool_choice: 'required', max_tokens: 150, seed: 1 });
+  const choice = whole.choices[0];
+  if (choice.finish_reason === 'tool_calls') {
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.type, 'function');
+    assert.equal(call.function.name, 'get_weather');
+    assert.equal(typeof JSON.parse(call.function.arguments).city, 'string');
+    // The call and its result go back as history.
+    const next = await client.chat.completions.create({
+      model, tools, max_tokens: 150, seed: 2,
+      messages: [...messages, choice.message, { role: 'tool', tool_call_id: call.id, content: 'sunny' }],
+    });
+    assert.ok(['tool_calls', 'stop', 'length'].includes(next.choices[0].finish_reason), next.choices[0].finish_reason);
+  } else {
+    assert.equal(choice.finish_reason, 'length');
+  }
+  const stream = await client.chat.completions.create({ model, messages, tools, tool_choice: 'required', max_tokens: 150, seed: 3, stream: true });
+  let name = '', args = '', finish = null;
+  for await (const chunk of stream) {
+    for (const tc of chunk.choices[0]?.delta?.tool_calls ?? []) { name += tc.function?.name ?? ''; args += tc.function?.arguments ?? ''; }
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  if (finish === 'tool_calls') {
+    assert.equal(name, 'get_weather');
+    assert.equal(typeof JSON.parse(args).city, 'string');
+  } else {
+    assert.equal(finish, 'length');
+  }
+});
+
 await check('web page streams answers and keeps its session', async () => {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',

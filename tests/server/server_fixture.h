@@ -65,4 +65,20 @@ inline nlohmann::json post(httplib::Client& c, const std::string& path, const nl
   return nlohmann::json::parse(r->body, nullptr, false);
 }
 
+// The body as it came (a stream's events), empty on a transport error.
+inline std::string post_raw(httplib::Client& c, const std::string& path, const nlohmann::json& body) {
+  auto r = c.Post(path, body.dump(), "application/json");
+  return r ? r->body : std::string();
+}
+
+// A stream's JSON chunks, in order ([DONE] left out).
+inline std::vector<nlohmann::json> sse_chunks(const std::string& raw) {
+  std::vector<nlohmann::json> out;
+  std::istringstream in(raw);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("data: {", 0) == 0) out.push_back(nlohmann::json::parse(line.substr(6)));
+  return out;
+}
+
 }  // namespace ss::test
