@@ -512,6 +512,14 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
       if (msgs.empty())
         return {error_reply({400, "no new messages after the last assistant message", "messages"}), nullptr};
     }
+    // Tools are described in the system message (a new one first if none)
+    // once: a session's later turns find the description in its cache.
+    if (first_turn && !cr.tools_text.empty()) {
+      if (msgs[0].role == "system")
+        msgs[0].content += "\n\n" + cr.tools_text;
+      else
+        msgs.insert(msgs.begin(), ChatMessage{"system", cr.tools_text});
+    }
     const std::string text = render_chat_turn(opts_.chat, msgs, first_turn, "", opts_.chat_defaults);
     const bool add_bos = first_turn && vocab.add_bos && !chat_text_has_bos(opts_.chat);
     prompts.push_back({tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain), ""});

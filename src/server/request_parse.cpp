@@ -395,12 +395,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       }
       out.json_schema = schema.value();
       out.tool_calls = true;
-      // The tools go into the system message (a new one first if none).
-      const std::string text = tools_system_text(tools);
-      if (out.messages[0].role == "system")
-        out.messages[0].content += "\n\n" + text;
-      else
-        out.messages.insert(out.messages.begin(), ChatMessage{"system", text});
+      out.tools_text = tools_system_text(tools);
     }
   } else {
     if (auto e = parse_prompts(j, out); !e.empty()) {

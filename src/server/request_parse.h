@@ -31,6 +31,7 @@ struct CompletionRequest {
   // Chat with tools (server/tool_calls.h): json_schema is the tools' answer
   // shape, and the reply turns a call into `tool_calls`.
   bool tool_calls = false;
+  std::string tools_text;  // their description, for the system message of a conversation's first turn
   SamplingParams sampling;
   int64_t max_tokens = -1;
   std::vector<std::string> stop;

@@ -202,6 +202,27 @@ TEST(ToolCalls, TheServerAnswersWithToolCallsWhoseArgumentsFollowTheTools) {
   } else {
     EXPECT_EQ(finish, "length") << raw;
   }
+  // A session describes the tools once: its later turns find them in the cache.
+  const json t1 = test::post(c, "/v1/chat/completions",
+                             {{"messages", messages},
+                              {"tools", {kWeather, kAdd}},
+                              {"tool_choice", "required"},
+                              {"max_tokens", 150},
+                              {"session_id", "tools1"}});
+  ASSERT_TRUE(t1.contains("choices")) << t1.dump();
+  json later = messages;
+  later.push_back(t1["choices"][0]["message"]);
+  later.push_back({{"role", "user"}, {"content", "And in Rome?"}});
+  const json t2 = test::post(c, "/v1/chat/completions",
+                             {{"messages", later},
+                              {"tools", {kWeather, kAdd}},
+                              {"tool_choice", "required"},
+                              {"max_tokens", 150},
+                              {"session_id", "tools1"}});
+  ASSERT_TRUE(t2.contains("usage")) << t2.dump();
+  const int64_t first = t1["usage"]["prompt_tokens"], second = t2["usage"]["prompt_tokens"];
+  EXPECT_GT(first, 200);  // the description
+  EXPECT_LT(second, 40) << first;
   // What cannot be honoured is a 400 before any work.
   for (const json& b :
        {json{{"prompt", "x"}, {"tools", {kAdd}}}, json{{"messages", messages}, {"functions", {kAdd}}}}) {
