@@ -241,21 +241,21 @@ std::string Generation::events(const std::string& text, bool done) {
     sent_role_ = true;
     out += chunk(json{{"role", "assistant"}, {"content", ""}}, nullptr, false);
   }
+  std::string reason, error;  // once done
+  if (done) {
+    std::lock_guard<std::mutex> lk(req->mu);
+    reason = req->finish_reason;
+    error = req->error;
+  }
   std::vector<json> pieces;  // this call's deltas (chat) or text (completions)
-  std::string reason_shown;  // tools: "tool_calls" where the answer is a call
-  if (tools_) {
+  if (tools_) {              // the answer goes out whole: a tool call (reason "tool_calls") or content
     held_ += text;
-    if (done) {
-      {
-        std::lock_guard<std::mutex> lk(req->mu);
-        reason_shown = req->finish_reason;
-      }
-      if (reason_shown != "error") pieces.push_back(tool_reply_fields(held_, reason_shown, true));
-    }
-  } else if (chat_)
+    if (done && reason != "error") pieces.push_back(tool_reply_fields(held_, reason, true));
+  } else if (chat_) {
     pieces = chat_deltas(harmony_.get(), text, done);
-  else if (std::string shown = std::exchange(echo_text_, "") + text; !shown.empty())
+  } else if (std::string shown = std::exchange(echo_text_, "") + text; !shown.empty()) {
     pieces.push_back(std::move(shown));
+  }
   // Log-probabilities ride on the last chunk with text, or on the final one;
   // a token whose text is still held back (a possible stop string) may
   // arrive one chunk before its text.
@@ -264,15 +264,8 @@ std::string Generation::events(const std::string& text, bool done) {
   for (size_t i = 0; i < pieces.size(); ++i)
     out += chunk(pieces[i], nullptr, false, i + 1 == pieces.size() ? lp : json());
   if (done) {
-    std::string reason, error;
-    {
-      std::lock_guard<std::mutex> lk(req->mu);
-      reason = req->finish_reason;
-      error = req->error;
-    }
     // Several choices: the Completion ends the stream (usage, [DONE], errors).
     if (reason == "error") return sole_ ? out + error_events(error) : out;
-    if (tools_) reason = reason_shown;
     out += chunk(chat_ ? json::object() : json(""), reason, sole_, pieces.empty() ? lp : json());
     if (sole_) out += "data: [DONE]\n\n";
   }

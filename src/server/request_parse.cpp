@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "server/json_fields.h"
 #include "server/scheduler.h"
 #include "server/tool_calls.h"
 
@@ -14,8 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-// The body names field k with a value (OpenAI clients send null for "unset").
-bool given(const json& j, const char* k) { return j.contains(k) && !j[k].is_null(); }
+using json_fields::given;
 
 // OpenAI's logit_bias: {"token id": bias in [-100, 100]}, at most 300
 // entries. Ids are checked against the vocabulary at submission.
@@ -120,17 +120,22 @@ std::string refuse_unsupported(const json& j, bool chat) {
   return "";
 }
 
-// A schema given beside response_format: llama.cpp's top-level
-// "json_schema", vLLM's "guided_json" (an object, or its JSON text) and
-// "structured_outputs": {"json": ...}. Their other constraint kinds
-// (grammars, regexes, choices) are refused, not ignored.
-std::string parse_schema_field(const json& j, std::shared_ptr<const JsonSchema>& out) {
+// The answer's schema, given one way: response_format {"type": "text"},
+// {"type": "json_object"} (llama.cpp also takes a "schema" there) or
+// OpenAI's {"type": "json_schema", "json_schema": {"name": ..., "schema":
+// {...}, "strict": ...}}; llama.cpp's top-level "json_schema"; vLLM's
+// "guided_json" (an object, or its JSON text) and "structured_outputs":
+// {"json": ...}. Their other constraint kinds (grammars, regexes, choices)
+// are refused, not ignored. A schema that does not compile is the
+// client's error, named with its place.
+std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out) {
+  out.reset();
   for (const char* k : {"grammar", "guided_grammar", "guided_regex", "guided_choice"})
     if (given(j, k))
       return std::string("'") + k +
              "' is not supported (JSON schemas are: 'response_format', 'json_schema', "
              "'guided_json')";
-  std::vector<std::pair<std::string, const json*>> ways;
+  std::vector<std::pair<std::string, const json*>> ways;  // where a schema is given; the text ones may be strings
   for (const char* k : {"json_schema", "guided_json"})
     if (given(j, k)) ways.emplace_back(k, &j[k]);
   if (given(j, "structured_outputs")) {
@@ -139,54 +144,37 @@ std::string parse_schema_field(const json& j, std::shared_ptr<const JsonSchema>&
       return "'structured_outputs' takes only {\"json\": schema} here (no choice, regex or grammar)";
     ways.emplace_back("structured_outputs", &so["json"]);
   }
+  const json* format_schema = nullptr;  // response_format's own schema
   if (given(j, "response_format")) {
     const json& f = j["response_format"];
-    if (!(f.is_object() && f.contains("type") && f["type"] == "text")) ways.emplace_back("response_format", &f);
+    if (!(f.is_object() && f.contains("type") && f["type"] == "text")) {
+      if (!ways.empty()) return "give one of '" + ways[0].first + "' and 'response_format'";
+      const std::string kShapes =
+          "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": "
+          "\"json_schema\", \"json_schema\": {\"schema\": {...}}}";
+      if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) return kShapes;
+      if (f["type"] == "json_object") {
+        if (!f.contains("schema")) {
+          out = JsonSchema::any_object();
+          return "";
+        }
+        format_schema = &f["schema"];
+      } else if (f["type"] == "json_schema" && f.contains("json_schema") && f["json_schema"].is_object() &&
+                 f["json_schema"].contains("schema")) {
+        format_schema = &f["json_schema"]["schema"];
+      } else {
+        return kShapes;
+      }
+    }
   }
   if (ways.size() > 1) return "give one of '" + ways[0].first + "' and '" + ways[1].first + "'";
-  json schema = *ways[0].second;
-  if (schema.is_string()) {
+  if (!format_schema && ways.empty()) return "";
+  json schema = format_schema ? *format_schema : *ways[0].second;
+  if (!format_schema && schema.is_string()) {
     schema = json::parse(schema.get<std::string>(), nullptr, false);
     if (schema.is_discarded()) return "'" + ways[0].first + "' is a string that is not JSON";
   }
   auto compiled = JsonSchema::compile(schema);
-  if (!compiled.ok()) return compiled.error().message;
-  out = *compiled;
-  return "";
-}
-
-// response_format: {"type": "text"}, {"type": "json_object"} (llama.cpp
-// also takes a "schema" there), or OpenAI's {"type": "json_schema",
-// "json_schema": {"name": ..., "schema": {...}, "strict": ...}}. A schema
-// that does not compile is the client's error, named with its place.
-std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out) {
-  out.reset();
-  for (const char* k : {"json_schema", "guided_json", "structured_outputs", "grammar", "guided_grammar", "guided_regex",
-                        "guided_choice"})
-    if (given(j, k)) return parse_schema_field(j, out);
-  if (!given(j, "response_format")) return "";
-  const json& f = j["response_format"];
-  const std::string kShapes =
-      "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": "
-      "\"json_schema\", \"json_schema\": {\"schema\": {...}}}";
-  if (!f.is_object() || !f.contains("type") || !f["type"].is_string()) return kShapes;
-  const std::string type = f["type"].get<std::string>();
-  if (type == "text") return "";
-  const json* schema = nullptr;
-  if (type == "json_object") {
-    if (!f.contains("schema")) {
-      out = JsonSchema::any_object();
-      return "";
-    }
-    schema = &f["schema"];
-  } else if (type == "json_schema") {
-    if (!f.contains("json_schema") || !f["json_schema"].is_object() || !f["json_schema"].contains("schema"))
-      return kShapes;
-    schema = &f["json_schema"]["schema"];
-  } else {
-    return kShapes;
-  }
-  auto compiled = JsonSchema::compile(*schema);
   if (!compiled.ok()) return compiled.error().message;
   out = *compiled;
   return "";

@@ -1,9 +1,13 @@
 #include "server/tool_calls.h"
 
+#include <cctype>
 #include <random>
+
+#include "server/json_fields.h"
 
 namespace ss {
 
+using json_fields::given;
 using nlohmann::json;
 
 namespace {
@@ -41,10 +45,12 @@ std::string new_call_id() {
 }  // namespace
 
 std::string parse_tools(const json& j, ToolSetup& out) {
+  static const char* kChoiceShapes =
+      "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
+      "{\"name\": ...}}";
   out = ToolSetup{};
-  const bool has_tools = j.contains("tools") && !j["tools"].is_null();
-  if (j.contains("parallel_tool_calls") && !j["parallel_tool_calls"].is_null() &&
-      !j["parallel_tool_calls"].is_boolean())
+  const bool has_tools = given(j, "tools");
+  if (given(j, "parallel_tool_calls") && !j["parallel_tool_calls"].is_boolean())
     return "'parallel_tool_calls' must be a boolean";
   if (has_tools) {
     const json& tools = j["tools"];
@@ -61,19 +67,18 @@ std::string parse_tools(const json& j, ToolSetup& out) {
       tool.name = f["name"].get<std::string>();
       for (const ToolSetup::Tool& seen : out.tools)
         if (seen.name == tool.name) return "two tools are named '" + tool.name + "'";
-      if (f.contains("description") && !f["description"].is_null()) {
+      if (given(f, "description")) {
         if (!f["description"].is_string()) return "tool '" + tool.name + "': 'description' must be a string";
         tool.description = f["description"].get<std::string>();
       }
-      tool.parameters = f.contains("parameters") && !f["parameters"].is_null()
-                            ? f["parameters"]
-                            : json{{"type", "object"}, {"properties", json::object()}};
+      tool.parameters =
+          given(f, "parameters") ? f["parameters"] : json{{"type", "object"}, {"properties", json::object()}};
       if (auto s = JsonSchema::compile(tool.parameters); !s.ok())
         return "tool '" + tool.name + "' parameters: " + s.error().message;
       out.tools.push_back(std::move(tool));
     }
   }
-  if (j.contains("tool_choice") && !j["tool_choice"].is_null()) {
+  if (given(j, "tool_choice")) {
     const json& c = j["tool_choice"];
     if (c == "none") {
       out.tools.clear();
@@ -82,16 +87,14 @@ std::string parse_tools(const json& j, ToolSetup& out) {
     } else if (c.is_object()) {
       if (c.value("type", json()) != "function" || !c.contains("function") || !c["function"].is_object() ||
           !c["function"].contains("name") || !c["function"]["name"].is_string())
-        return "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
-               "{\"name\": ...}}";
+        return kChoiceShapes;
       out.forced = c["function"]["name"].get<std::string>();
       out.required = true;
       bool known = false;
       for (const ToolSetup::Tool& t : out.tools) known = known || t.name == out.forced;
       if (!known) return "'tool_choice' names '" + out.forced + "', which is not among 'tools'";
     } else if (c != "auto") {
-      return "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
-             "{\"name\": ...}}";
+      return kChoiceShapes;
     }
     if (out.required && out.tools.empty()) return "'tool_choice' asks for a tool call, but 'tools' is empty";
   }
@@ -147,7 +150,7 @@ std::string tool_history_message(const json& m, ChatMessage& out) {
     out = {"user", json{{"tool_response", response}}.dump()};
     return "";
   }
-  if (role != "assistant" || !m.contains("tool_calls") || m["tool_calls"].is_null()) return "";
+  if (role != "assistant" || !given(m, "tool_calls")) return "";
   const json& calls = m["tool_calls"];
   if (!calls.is_array()) return "an assistant message's 'tool_calls' must be an array";
   std::string text;
