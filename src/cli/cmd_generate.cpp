@@ -9,7 +9,7 @@
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
-#include "sample/json_grammar.h"
+#include "sample/constraint.h"
 #include "util/check.h"
 #include "util/mapped_file.h"
 
@@ -56,7 +56,12 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   auto j = sub_.add("-j,--json-schema", json_schema_,
                     "constrain the answer to JSON this schema accepts ('{}': any JSON value); it ends when the value "
                     "closes (the server's structured output; README)");
-  sub_.add("--jf,--json-schema-file", json_schema_file_, "read the JSON schema from a file").excludes(j);
+  auto jf = sub_.add("--jf,--json-schema-file", json_schema_file_, "read the JSON schema from a file").excludes(j);
+  auto g = sub_.add("--grammar", grammar_,
+                    "constrain the answer to a GBNF grammar (llama.cpp's format; README); it ends when nothing more "
+                    "may follow");
+  g.excludes(j).excludes(jf);
+  sub_.add("--grammar-file", grammar_file_, "read the GBNF grammar from a file").excludes(j).excludes(jf).excludes(g);
 }
 
 namespace {
@@ -71,6 +76,15 @@ Result<std::shared_ptr<const JsonSchema>> load_schema(const std::string& text, c
   if (j.is_discarded()) return make_error("the JSON schema is not JSON");
   return JsonSchema::compile(j);
 }
+// The grammar of --grammar / --grammar-file, parsed; null when neither was given.
+Result<std::shared_ptr<const Gbnf>> load_grammar(const std::string& text, const std::string& file) {
+  std::string src = text;
+  if (!file.empty()) {
+    SS_ASSIGN_OR_RETURN(src, read_text_file(file));
+  }
+  if (src.empty()) return std::shared_ptr<const Gbnf>();
+  return Gbnf::parse(src);
+}
 }  // namespace
 
 int GenerateCommand::run() {
@@ -81,6 +95,8 @@ int GenerateCommand::run() {
   }
   auto schema = load_schema(json_schema_, json_schema_file_);
   if (!schema.ok()) return fail(schema.error().message);
+  auto grammar = load_grammar(grammar_, grammar_file_);
+  if (!grammar.ok()) return fail(grammar.error().message);
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
@@ -103,14 +119,14 @@ int GenerateCommand::run() {
   if (kv_blocks_ > 0) eo.kv_blocks = kv_blocks_;
   Engine engine(model, eo);
 
-  std::optional<JsonGrammar> json;
-  std::vector<std::string> token_bytes;
-  std::vector<int32_t> ends;
+  std::optional<Constraint> shape;  // -j / --grammar: the answer so far
+  std::unique_ptr<ConstraintVocab> vocab;
   std::vector<float> masked;
-  if (schema.value()) {
-    json.emplace(schema.value());
+  if (schema.value() || grammar.value()) {
+    shape.emplace(schema.value(), grammar.value());
+    std::vector<std::string> token_bytes;
     for (int32_t id = 0; id < model->config.n_vocab; ++id) token_bytes.push_back(tok.token_bytes(id));
-    if (!ignore_eos_) ends = model->vocab.eog_ids();
+    vocab = std::make_unique<ConstraintVocab>(std::move(token_bytes), model->vocab.eog_ids());
   }
 
   std::signal(SIGINT, on_sigint);
@@ -151,14 +167,14 @@ int GenerateCommand::run() {
   int rc = 0;
   while (!g_interrupted.load() && (n_new_ < 0 || generated < n_new_)) {
     std::span<const float> candidates = logits[0];
-    if (json) {  // only tokens that keep the answer a prefix of JSON the schema accepts
+    if (shape) {  // only tokens that keep the answer a prefix of one the schema or grammar accepts
       masked.assign(candidates.begin(), candidates.end());
-      if (json->mask(token_bytes, masked, ends) == 0) break;
+      if (shape->mask(*vocab, masked, !ignore_eos_) == 0) break;
       candidates = masked;
     }
     const int32_t next = sampler.sample(candidates, recent.last(static_cast<size_t>(sampling_.repeat_last_n)));
     if (!ignore_eos_ && model->vocab.is_eog(next)) break;
-    if (json) SS_CHECK(json->feed(token_bytes[static_cast<size_t>(next)]));
+    if (shape) SS_CHECK(shape->feed(vocab->bytes()[static_cast<size_t>(next)]));
     ++generated;
     recent.push(next);
     if (ids_)
@@ -167,7 +183,7 @@ int GenerateCommand::run() {
       write_text(detok.push(next), stdout);
     std::fflush(stdout);
     if (n_new_ >= 0 && generated >= n_new_) break;
-    if (json && json->complete()) break;
+    if (shape && shape->complete()) break;
     const int32_t one[1] = {next};
     if (auto st = step(one); !st.ok()) {
       std::fprintf(stderr, "\nerror: %s\n", st.error().message.c_str());

@@ -19,6 +19,7 @@ class GenerateCommand {
   SamplingParams sampling_;
   std::string prompt_, prompt_file_;
   std::string json_schema_, json_schema_file_;  // structured output (llama.cpp's -j / -jf)
+  std::string grammar_, grammar_file_;          // GBNF (llama.cpp's --grammar / --grammar-file)
   long long n_new_ = -1;
   bool ids_ = false;
   bool ignore_eos_ = false;

@@ -414,6 +414,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     req->ignore_eos = cr.ignore_eos;
     req->logprobs = cr.logprobs;
     req->json_schema = cr.json_schema;
+    req->grammar = cr.grammar;
     return req;
   };
   auto gr = new_request();
@@ -421,7 +422,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
   const size_t n_prompts = chat ? 1 : cr.prompts.size();
-  if (chat && cr.json_schema && opts_.chat == ChatFamily::GptOss)
+  if (chat && (cr.json_schema || cr.grammar) && opts_.chat == ChatFamily::GptOss)
     return {error_reply({400,
                          "structured output (response_format) cannot constrain gpt-oss's Harmony answers (reasoning "
                          "and channel markers come "

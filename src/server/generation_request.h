@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sample/gbnf.h"
 #include "sample/json_schema.h"
 #include "sample/logprobs.h"
 #include "sample/sampler.h"
@@ -41,7 +42,8 @@ struct GenerationRequest {
   // text this schema accepts are sampled, and the answer ends when the
   // value closes (or, a top-level number, at end-of-generation). Null: free text.
   std::shared_ptr<const JsonSchema> json_schema;
-  std::string session_id;  // empty: a one-off sequence
+  std::shared_ptr<const Gbnf> grammar;  // or a GBNF grammar (at most one of the two)
+  std::string session_id;               // empty: a one-off sequence
   // Held for the turn when replicas share the state directory
   // (server/session_lease.h); released once the turn is saved.
   std::shared_ptr<void> lease;

@@ -120,35 +120,52 @@ std::string refuse_unsupported(const json& j, bool chat) {
   return "";
 }
 
-// The answer's schema, given one way: response_format {"type": "text"},
+// The answer's shape, given one way: response_format {"type": "text"},
 // {"type": "json_object"} (llama.cpp also takes a "schema" there) or
 // OpenAI's {"type": "json_schema", "json_schema": {"name": ..., "schema":
-// {...}, "strict": ...}}; llama.cpp's top-level "json_schema"; vLLM's
-// "guided_json" (an object, or its JSON text) and "structured_outputs":
-// {"json": ...}. Their other constraint kinds (grammars, regexes, choices)
-// are refused, not ignored. A schema that does not compile is the
+// {...}, "strict": ...}}; llama.cpp's top-level "json_schema" and GBNF
+// "grammar"; vLLM's "guided_json" (an object, or its JSON text),
+// "guided_grammar" (GBNF, as xgrammar reads it), "guided_choice" and
+// "structured_outputs": {"json" | "grammar" | "choice": ...}. Regexes are
+// refused, not ignored. A schema or grammar that does not compile is the
 // client's error, named with its place.
-std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out) {
+std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out,
+                                  std::shared_ptr<const Gbnf>& grammar) {
   out.reset();
-  for (const char* k : {"grammar", "guided_grammar", "guided_regex", "guided_choice"})
-    if (given(j, k))
-      return std::string("'") + k +
-             "' is not supported (JSON schemas are: 'response_format', 'json_schema', "
-             "'guided_json')";
-  std::vector<std::pair<std::string, const json*>> ways;  // where a schema is given; the text ones may be strings
+  grammar.reset();
+  if (given(j, "guided_regex"))
+    return "'guided_regex' is not supported (use 'guided_grammar' or 'grammar': GBNF; or a JSON schema)";
+  enum class Kind { Schema, Grammar, Choice };
+  struct Way {
+    std::string name;
+    Kind kind;
+    const json* value;
+  };
+  std::vector<Way> ways;  // where a shape is given
   for (const char* k : {"json_schema", "guided_json"})
-    if (given(j, k)) ways.emplace_back(k, &j[k]);
+    if (given(j, k)) ways.push_back({k, Kind::Schema, &j[k]});
+  for (const char* k : {"grammar", "guided_grammar"})  // an empty grammar is none, as in llama.cpp
+    if (given(j, k) && !(j[k].is_string() && j[k].get_ref<const std::string&>().empty()))
+      ways.push_back({k, Kind::Grammar, &j[k]});
+  if (given(j, "guided_choice")) ways.push_back({"guided_choice", Kind::Choice, &j["guided_choice"]});
   if (given(j, "structured_outputs")) {
     const json& so = j["structured_outputs"];
-    if (!so.is_object() || so.size() != 1 || !so.contains("json"))
-      return "'structured_outputs' takes only {\"json\": schema} here (no choice, regex or grammar)";
-    ways.emplace_back("structured_outputs", &so["json"]);
+    const char* kShape = "'structured_outputs' takes one of {\"json\": ...}, {\"grammar\": ...}, {\"choice\": [...]}";
+    if (!so.is_object() || so.size() != 1) return kShape;
+    if (so.contains("json"))
+      ways.push_back({"structured_outputs", Kind::Schema, &so["json"]});
+    else if (so.contains("grammar"))
+      ways.push_back({"structured_outputs", Kind::Grammar, &so["grammar"]});
+    else if (so.contains("choice"))
+      ways.push_back({"structured_outputs", Kind::Choice, &so["choice"]});
+    else
+      return kShape;
   }
   const json* format_schema = nullptr;  // response_format's own schema
   if (given(j, "response_format")) {
     const json& f = j["response_format"];
     if (!(f.is_object() && f.contains("type") && f["type"] == "text")) {
-      if (!ways.empty()) return "give one of '" + ways[0].first + "' and 'response_format'";
+      if (!ways.empty()) return "give one of '" + ways[0].name + "' and 'response_format'";
       const std::string kShapes =
           "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or {\"type\": "
           "\"json_schema\", \"json_schema\": {\"schema\": {...}}}";
@@ -167,12 +184,34 @@ std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchem
       }
     }
   }
-  if (ways.size() > 1) return "give one of '" + ways[0].first + "' and '" + ways[1].first + "'";
+  if (ways.size() > 1) return "give one of '" + ways[0].name + "' and '" + ways[1].name + "'";
   if (!format_schema && ways.empty()) return "";
-  json schema = format_schema ? *format_schema : *ways[0].second;
+  if (!format_schema && ways[0].kind == Kind::Grammar) {
+    if (!ways[0].value->is_string()) return "'" + ways[0].name + "' must be a string (a GBNF grammar)";
+    auto g = Gbnf::parse(ways[0].value->get_ref<const std::string&>());
+    if (!g.ok()) return "'" + ways[0].name + "': " + g.error().message;
+    grammar = *g;
+    return "";
+  }
+  if (!format_schema && ways[0].kind == Kind::Choice) {
+    const json& c = *ways[0].value;
+    const std::string kList = "'" + ways[0].name + "' must be a non-empty array of strings";
+    if (!c.is_array() || c.empty() || c.size() > kMaxChoicesListed)
+      return kList + " (at most " + std::to_string(kMaxChoicesListed) + ")";
+    std::vector<std::string> choices;
+    for (const auto& e : c) {
+      if (!e.is_string()) return kList;
+      choices.push_back(e.get<std::string>());
+    }
+    auto g = Gbnf::choice(choices);
+    if (!g.ok()) return "'" + ways[0].name + "': " + g.error().message;
+    grammar = *g;
+    return "";
+  }
+  json schema = format_schema ? *format_schema : *ways[0].value;
   if (!format_schema && schema.is_string()) {
     schema = json::parse(schema.get<std::string>(), nullptr, false);
-    if (schema.is_discarded()) return "'" + ways[0].first + "' is a string that is not JSON";
+    if (schema.is_discarded()) return "'" + ways[0].name + "' is a string that is not JSON";
   }
   auto compiled = JsonSchema::compile(schema);
   if (!compiled.ok()) return compiled.error().message;
@@ -322,7 +361,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     }
     out.echo = j["echo"].get<bool>();
   }
-  if (auto e = parse_response_format(j, out.json_schema); !e.empty()) {
+  if (auto e = parse_response_format(j, out.json_schema, out.grammar); !e.empty()) {
     err = {e, "response_format"};
     return false;
   }
@@ -372,8 +411,8 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       return false;
     }
     if (tools.active()) {
-      if (out.json_schema) {
-        err = {"give one of 'tools' and a response format or schema", "tools"};
+      if (out.json_schema || out.grammar) {
+        err = {"give one of 'tools' and a response format, schema or grammar", "tools"};
         return false;
       }
       auto schema = tools_schema(tools);

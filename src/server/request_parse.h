@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sample/gbnf.h"
 #include "sample/json_schema.h"
 #include "sample/sampler.h"
 #include "server/chat_template.h"
@@ -28,6 +29,9 @@ struct CompletionRequest {
   // response_format json_object (any object) or json_schema: the answer is
   // one JSON text the schema accepts. Null: free text.
   std::shared_ptr<const JsonSchema> json_schema;
+  // Or a GBNF grammar: llama.cpp's "grammar", vLLM's "guided_grammar" and
+  // "guided_choice" (a grammar of the choices).
+  std::shared_ptr<const Gbnf> grammar;
   // Chat with tools (server/tool_calls.h): json_schema is the tools' answer
   // shape, and the reply turns a call into `tool_calls`.
   bool tool_calls = false;
@@ -50,6 +54,7 @@ inline constexpr int kMaxTopLogprobs = 20;
 inline constexpr int kMaxStops = 16;
 // The most choices one request may ask for (prompts x n): each is a sequence.
 inline constexpr int kMaxChoices = 64;
+inline constexpr size_t kMaxChoicesListed = 1024;  // guided_choice entries
 
 struct RequestError {
   std::string message;

@@ -268,11 +268,12 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
     req->pending_logprobs.push_back(first);
   }
   a.sampler.emplace(req->sampling);
-  if (req->json_schema) {
-    a.json.emplace(req->json_schema);
-    if (token_bytes_.empty()) {
-      for (int32_t id = 0; id < model_->config.n_vocab; ++id) token_bytes_.push_back(tokenizer_.token_bytes(id));
-      eog_ids_ = model_->vocab.eog_ids();
+  if (req->json_schema || req->grammar) {
+    a.shape.emplace(req->json_schema, req->grammar);
+    if (!constraint_vocab_) {
+      std::vector<std::string> bytes;
+      for (int32_t id = 0; id < model_->config.n_vocab; ++id) bytes.push_back(tokenizer_.token_bytes(id));
+      constraint_vocab_ = std::make_unique<ConstraintVocab>(std::move(bytes), model_->vocab.eog_ids());
     }
   }
   a.detok.emplace(tokenizer_, req->answer_starts_text);
@@ -414,9 +415,9 @@ void Scheduler::step() {
       continue;
     }
     std::span<const float> candidates = next;
-    if (a.json) {  // structured output: only tokens that keep the answer a schema-valid JSON prefix
+    if (a.shape) {  // structured output: only tokens that keep the answer a prefix of one the shape accepts
       masked_.assign(next.begin(), next.end());
-      const size_t allowed = a.json->mask(token_bytes_, masked_, r.ignore_eos ? std::span<const int32_t>() : eog_ids_);
+      const size_t allowed = a.shape->mask(*constraint_vocab_, masked_, !r.ignore_eos);
       if (allowed == 0) {
         finish(a, "stop");
         continue;
@@ -424,7 +425,8 @@ void Scheduler::step() {
       candidates = masked_;
     }
     const int32_t tok = a.sampler->sample(candidates, a.history);
-    if (a.json && !model_->vocab.is_eog(tok)) SS_CHECK(a.json->feed(token_bytes_[static_cast<size_t>(tok)]));
+    if (a.shape && !model_->vocab.is_eog(tok))
+      SS_CHECK(a.shape->feed(constraint_vocab_->bytes()[static_cast<size_t>(tok)]));
     a.last = tok;
     a.history.push_back(tok);
     if (a.history.size() > 2 * kMaxPenaltyWindow)
@@ -447,7 +449,7 @@ void Scheduler::step() {
       finish(a, "stop");
       continue;
     }
-    if (a.json && a.json->complete()) {
+    if (a.shape && a.shape->complete()) {
       finish(a, "stop");
       continue;
     }

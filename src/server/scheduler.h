@@ -29,7 +29,7 @@
 #include "kv/sink_registry.h"
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
-#include "sample/json_grammar.h"
+#include "sample/constraint.h"
 #include "sample/sampler.h"
 #include "server/generation_request.h"
 #include "server/http_error.h"
@@ -127,7 +127,7 @@ class Scheduler {
     int32_t last = -1;        // sampled, to feed next step
     bool decoding = false;
     std::optional<Sampler> sampler;
-    std::optional<JsonGrammar> json;  // structured output: the answer so far
+    std::optional<Constraint> shape;  // structured output (schema or grammar): the answer so far
     std::vector<int32_t> history;
     std::optional<Detokenizer> detok;
     std::optional<StreamText> out;  // generated text: stop strings, hold-back, what may be sent
@@ -176,8 +176,7 @@ class Scheduler {
   SchedulerOptions opts_;
   Tokenizer tokenizer_;
   // Structured output: every token's bytes (built on first use) and the masked logits.
-  std::vector<std::string> token_bytes_;
-  std::vector<int32_t> eog_ids_;  // end-of-generation tokens: allowed where a structured answer may end
+  std::unique_ptr<ConstraintVocab> constraint_vocab_;  // made with the first structured request
   std::vector<float> masked_;
   Engine engine_;
   ModelFingerprint fp_;

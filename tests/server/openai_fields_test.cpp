@@ -8,6 +8,7 @@
 
 #include "runtime/scoring.h"
 #include "runtime_helpers.h"
+#include "sample/gbnf_matcher.h"
 #include "sample/json_grammar.h"
 #include "server/request_parse.h"
 #include "server_fixture.h"
@@ -144,13 +145,27 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
     EXPECT_TRUE(g.feed("{\"a\":1}") && g.complete()) << b.dump();
     EXPECT_FALSE(JsonGrammar(s).feed("{\"b\"")) << b.dump();
   }
-  for (const json& b : {json{{"json_schema", person}, {"guided_json", person}},
-                        json{{"guided_json", person}, {"response_format", {{"type", "json_object"}}}},
-                        json{{"guided_json", "{not json"}}, json{{"json_schema", {{"minimum", 1}}}},
-                        json{{"grammar", "root ::= \"a\""}}, json{{"guided_regex", "a+"}},
-                        json{{"guided_choice", {"a", "b"}}}, json{{"structured_outputs", {{"choice", {"a"}}}}},
-                        json{{"structured_outputs", {{"json", person}}}, {"json_schema", person}}})
+  for (const json& b :
+       {json{{"json_schema", person}, {"guided_json", person}},
+        json{{"guided_json", person}, {"response_format", {{"type", "json_object"}}}},
+        json{{"guided_json", "{not json"}}, json{{"json_schema", {{"minimum", 1}}}}, json{{"guided_regex", "a+"}},
+        json{{"structured_outputs", {{"regex", "a+"}}}},
+        json{{"structured_outputs", {{"json", person}}}, {"json_schema", person}}, json{{"grammar", "root ::= x"}},
+        json{{"grammar", 3}}, json{{"guided_grammar", "root ::= ("}}, json{{"guided_choice", json::array()}},
+        json{{"guided_choice", {1, 2}}}, json{{"grammar", "root ::= \"a\""}, {"json_schema", person}},
+        json{{"guided_choice", {"a"}}, {"response_format", {{"type", "json_object"}}}}})
     EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
+  // GBNF grammars: llama.cpp's field, vLLM's (xgrammar reads GBNF) and choices.
+  for (const json& b : {json{{"grammar", "root ::= \"a\" | \"b\""}}, json{{"guided_grammar", "root ::= [ab]"}},
+                        json{{"guided_choice", {"a", "b"}}}, json{{"structured_outputs", {{"choice", {"a", "b"}}}}},
+                        json{{"structured_outputs", {{"grammar", "root ::= \"a\" | \"b\""}}}}}) {
+    const auto r = parse_ok(with(kText, b), false);
+    ASSERT_TRUE(r.grammar && !r.json_schema) << b.dump();
+    GbnfMatcher m(r.grammar);
+    EXPECT_TRUE(m.feed("b") && m.complete()) << b.dump();
+    EXPECT_FALSE(GbnfMatcher(r.grammar).feed("c")) << b.dump();
+  }
+  EXPECT_FALSE(parse_ok(with(kText, {{"grammar", ""}}), false).grammar);  // empty: none, as in llama.cpp
   for (const json& b : {json{{"response_format", {{"type", "text"}}}}, json{{"tools", json::array()}},
                         json{{"tool_choice", "none"}}, json{{"suffix", ""}}, json{{"best_of", 1}}})
     EXPECT_EQ(parse_error(with(kChat, b), true), "") << b.dump();
@@ -648,6 +663,61 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
                {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"response_format", f}}, &status);
     EXPECT_EQ(status, 400) << f.dump();
   }
+}
+
+TEST(OpenAiFields, GrammarAnswersFollowTheGrammar) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  const std::string sentence =
+      "root ::= \" \" name \" was \" (\"happy\" | \"sad\" | \"big\") \".\"\nname ::= [A-Z] [a-z]{1,8}\n";
+  auto g = Gbnf::parse(sentence);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  std::set<std::string> answers;
+  for (int seed = 1; seed <= 6; ++seed) {
+    int status = 0;
+    const json r = test::post(c, "/v1/completions",
+                              {{"prompt", "Once upon a time"},
+                               {"max_tokens", 40},
+                               {"temperature", 1.0},
+                               {"seed", seed},
+                               {"grammar", sentence}},
+                              &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    const std::string text = r["choices"][0]["text"].get<std::string>();
+    GbnfMatcher m(*g);
+    EXPECT_TRUE(m.feed(text)) << text;
+    EXPECT_TRUE(m.complete()) << text;  // at most 13 tokens of bytes: it closes well inside 40
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << text;
+    answers.insert(text);
+  }
+  EXPECT_GE(answers.size(), 2u) << "sampling still chooses inside the grammar";
+  // vLLM's choices on chat, and a grammar streamed (structured_outputs).
+  const std::vector<std::string> choices = {"yes", "no", "maybe"};
+  const json chat = test::post(c, "/v1/chat/completions",
+                               {{"messages", {{{"role", "user"}, {"content", "Is the sky blue?"}}}},
+                                {"max_tokens", 10},
+                                {"guided_choice", choices}});
+  const std::string said = chat["choices"][0]["message"]["content"].get<std::string>();
+  EXPECT_NE(std::find(choices.begin(), choices.end(), said), choices.end()) << chat.dump();
+  const auto chunks = test::sse_chunks(test::post_raw(c, "/v1/completions",
+                                                      {{"prompt", "Lily"},
+                                                       {"max_tokens", 40},
+                                                       {"stream", true},
+                                                       {"seed", 2},
+                                                       {"structured_outputs", {{"grammar", sentence}}}}));
+  std::string streamed;
+  for (const json& ch : chunks)
+    if (ch.contains("choices") && !ch["choices"].empty()) streamed += ch["choices"][0].value("text", "");
+  GbnfMatcher ms(*g);
+  EXPECT_TRUE(ms.feed(streamed) && ms.complete()) << streamed;
+  // A grammar that does not parse is the client's error, with its place.
+  int status = 0;
+  const json bad = test::post(c, "/v1/completions", {{"prompt", "x"}, {"grammar", "root ::= \"a\" b\n"}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(bad["error"]["message"].get<std::string>().find("rule 'b' is used but not defined (line 1, column 14)"),
+            std::string::npos)
+      << bad.dump();
 }
 
 TEST(OpenAiFields, CompletionTextContinuesItsPromptAsTheTokenizerDecodesIt) {

@@ -1,0 +1,32 @@
+#include "sample/constraint.h"
+
+#include "util/check.h"
+
+namespace ss {
+
+ConstraintVocab::ConstraintVocab(std::vector<std::string> token_bytes, std::vector<int32_t> ends)
+    : bytes_(std::move(token_bytes)), ends_(std::move(ends)) {}
+
+const TokenTrie& ConstraintVocab::trie() const {
+  if (!trie_) trie_ = std::make_unique<TokenTrie>(bytes_);
+  return *trie_;
+}
+
+Constraint::Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar) {
+  SS_CHECK((schema == nullptr) != (grammar == nullptr));
+  if (schema)
+    json_.emplace(std::move(schema));
+  else
+    gbnf_ = std::make_unique<GbnfMatcher>(std::move(grammar));
+}
+
+bool Constraint::feed(std::string_view bytes) { return json_ ? json_->feed(bytes) : gbnf_->feed(bytes); }
+bool Constraint::complete() const { return json_ ? json_->complete() : gbnf_->complete(); }
+bool Constraint::can_end() const { return json_ ? json_->can_end() : gbnf_->can_end(); }
+
+size_t Constraint::mask(const ConstraintVocab& vocab, std::span<float> logits, bool ends_allowed) {
+  const std::span<const int32_t> ends = ends_allowed ? vocab.ends() : std::span<const int32_t>();
+  return json_ ? json_->mask(vocab.bytes(), logits, ends) : gbnf_->mask(vocab.trie(), logits, ends);
+}
+
+}  // namespace ss

@@ -1,0 +1,57 @@
+#pragma once
+// The answer's shape, whichever way it was asked for: a JSON schema
+// (json_grammar.h) or a GBNF grammar (gbnf_matcher.h), behind one
+// interface for the server's scheduler and the CLI.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sample/gbnf.h"
+#include "sample/gbnf_matcher.h"
+#include "sample/json_grammar.h"
+#include "sample/json_schema.h"
+#include "sample/token_trie.h"
+
+namespace ss {
+
+// The vocabulary as constraints read it, built once per model.
+class ConstraintVocab {
+ public:
+  // token_bytes[id]: the bytes token `id` adds; ends: end-of-generation ids.
+  ConstraintVocab(std::vector<std::string> token_bytes, std::vector<int32_t> ends);
+  std::span<const std::string> bytes() const { return bytes_; }
+  std::span<const int32_t> ends() const { return ends_; }
+  const TokenTrie& trie() const;  // made on first use (grammars only)
+
+ private:
+  std::vector<std::string> bytes_;
+  std::vector<int32_t> ends_;
+  mutable std::unique_ptr<TokenTrie> trie_;
+};
+
+class Constraint {
+ public:
+  // One of the two (the other null).
+  Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar);
+
+  // False (the state unchanged) if `bytes` cannot continue the answer.
+  bool feed(std::string_view bytes);
+  // Nothing may follow the answer.
+  bool complete() const;
+  // The answer may end here.
+  bool can_end() const;
+  // Sets logits[id] to -inf for each token that cannot come next; the
+  // end-of-generation tokens stay where the answer may end, if `ends_allowed`.
+  // Returns how many tokens stay allowed.
+  size_t mask(const ConstraintVocab& vocab, std::span<float> logits, bool ends_allowed);
+
+ private:
+  std::optional<JsonGrammar> json_;
+  std::unique_ptr<GbnfMatcher> gbnf_;
+};
+
+}  // namespace ss

@@ -1,0 +1,233 @@
+#include "sample/gbnf_matcher.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace ss {
+
+namespace {
+constexpr size_t kCompactAt = 1 << 16;
+}
+
+bool GbnfMatcher::SeenSet::insert(uint64_t key) {
+  if (2 * (used_ + 1) > keys_.size()) {  // grow, keeping this step's keys
+    std::vector<uint64_t> old;
+    for (size_t i = 0; i < keys_.size(); ++i)
+      if (stamps_[i] == now_) old.push_back(keys_[i]);
+    const size_t size = std::max<size_t>(64, 4 * keys_.size());
+    keys_.assign(size, 0);
+    stamps_.assign(size, 0);
+    now_ = 1;
+    used_ = 0;
+    for (const uint64_t k : old) insert(k);
+  }
+  const size_t mask = keys_.size() - 1;
+  for (size_t i = (key * 0x9E3779B97F4A7C15ull) >> 20 & mask;; i = (i + 1) & mask) {
+    if (stamps_[i] != now_) {
+      stamps_[i] = now_;
+      keys_[i] = key;
+      ++used_;
+      return true;
+    }
+    if (keys_[i] == key) return false;
+  }
+}
+
+void GbnfMatcher::SeenSet::clear() {
+  used_ = 0;
+  if (++now_ == 0) {  // stamps wrapped: forget them all
+    std::fill(stamps_.begin(), stamps_.end(), 0);
+    now_ = 1;
+  }
+}
+
+GbnfMatcher::GbnfMatcher(std::shared_ptr<const Gbnf> grammar) : g_(std::move(grammar)) {
+  seen_.clear();
+  for (const uint32_t a : g_->alternatives(g_->root())) expand(a, nullptr, cur_);
+  dropped_ = distinct(cur_.heads) || expansions_ > kMaxExpansions;
+}
+
+const GbnfMatcher::Node* GbnfMatcher::intern(uint32_t pos, const Node* next) {
+  // Positions fit 20 bits (Gbnf::kMaxElements); ids take the rest.
+  static_assert(Gbnf::kMaxElements <= (1u << 20));
+  const uint64_t key = ((next ? next->id + 1 : 0) << 20) | pos;
+  if (auto it = base_.index.find(key); it != base_.index.end()) return it->second;
+  Table& t = in_mask_ ? scratch_ : base_;
+  if (in_mask_)
+    if (auto it = t.index.find(key); it != t.index.end()) return it->second;
+  const Node* n = &t.nodes.emplace_back(Node{pos, next_id_++, next});
+  t.index.emplace(key, n);
+  return n;
+}
+
+void GbnfMatcher::expand(uint32_t pos, const Node* next, State& to) {
+  work_.clear();
+  work_.emplace_back(pos, next);
+  while (!work_.empty()) {
+    if (++expansions_ > kMaxExpansions) {
+      if (!in_mask_) dropped_ = true;
+      return;
+    }
+    auto [p, n] = work_.back();
+    work_.pop_back();
+    // A stack met before in this step: from here on it goes where it went
+    // then (a loop through rules that may be empty comes back to it).
+    if (!seen_.insert((static_cast<uint64_t>(n ? n->id + 1 : 0) << 20) | p)) continue;
+    const GbnfElem& e = g_->elem(p);
+    switch (e.kind) {
+      case GbnfElem::Kind::End:
+        if (n)
+          work_.emplace_back(n->pos, n->next);
+        else
+          to.accepted = true;
+        break;
+      case GbnfElem::Kind::Rule: {
+        // Nothing to come back to when the reference ends its alternative.
+        const Node* cont = g_->elem(p + 1).kind == GbnfElem::Kind::End ? n : intern(p + 1, n);
+        const auto alts = g_->alternatives(e.value);
+        for (auto it = alts.rbegin(); it != alts.rend(); ++it) work_.emplace_back(*it, cont);
+        break;
+      }
+      default:
+        to.heads.push_back(intern(p, n));
+        break;
+    }
+  }
+}
+
+void GbnfMatcher::advance(const State& from, uint32_t cp, State& to) {
+  to.heads.clear();
+  to.accepted = false;
+  to.left = 0;
+  expansions_ = 0;
+  seen_.clear();
+  for (const Node* h : from.heads) {
+    const uint32_t pos = h->pos;
+    if (!g_->matches(g_->elem(pos), cp)) continue;
+    // After the character: the next element of its alternative (an End pops).
+    expand(pos + 1, h->next, to);
+  }
+  if (distinct(to.heads) && !in_mask_) dropped_ = true;
+}
+
+// Sorted by id, not address, so which parses a cap drops is the same on every run.
+bool GbnfMatcher::distinct(std::vector<const Node*>& heads) {
+  std::sort(heads.begin(), heads.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
+  heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
+  if (heads.size() <= kMaxHeads) return false;
+  heads.resize(kMaxHeads);
+  return true;
+}
+
+bool GbnfMatcher::viable(const State& s) const {
+  if (s.left == 0) return !s.heads.empty() || s.accepted;
+  // Characters the partial one can still become: [lo, hi].
+  const int rest = 6 * (s.left - 1);
+  const uint32_t lo = ((s.cp << 6) | (s.lo & 0x3Fu)) << rest;
+  const uint32_t hi = (((s.cp << 6) | (s.hi & 0x3Fu)) << rest) | ((1u << rest) - 1);
+  for (const Node* h : s.heads)
+    if (g_->may_match(g_->elem(h->pos), lo, hi)) return true;
+  return false;
+}
+
+bool GbnfMatcher::step(const State& from, uint8_t b, State& to) {
+  if (from.left == 0 && b < 0x80) {
+    advance(from, b, to);
+    return viable(to);
+  }
+  uint32_t cp = 0;
+  uint8_t left = 0, lo = 0x80, hi = 0xBF;
+  if (from.left == 0) {  // a lead byte, RFC 3629's table
+    if (b >= 0xC2 && b <= 0xDF) {
+      cp = b & 0x1Fu, left = 1;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      cp = b & 0x0Fu, left = 2;
+      if (b == 0xE0) lo = 0xA0;
+      if (b == 0xED) hi = 0x9F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      cp = b & 0x07u, left = 3;
+      if (b == 0xF0) lo = 0x90;
+      if (b == 0xF4) hi = 0x8F;
+    } else {
+      return false;
+    }
+  } else {
+    if (b < from.lo || b > from.hi) return false;
+    cp = (from.cp << 6) | (b & 0x3Fu);
+    left = static_cast<uint8_t>(from.left - 1);
+    if (left == 0) {
+      advance(from, cp, to);
+      return viable(to);
+    }
+  }
+  to.heads = from.heads;
+  to.accepted = false;
+  to.cp = cp;
+  to.left = left;
+  to.lo = lo;
+  to.hi = hi;
+  return viable(to);
+}
+
+bool GbnfMatcher::feed(std::string_view bytes) {
+  State a = cur_, b;
+  for (const char c : bytes) {
+    if (!step(a, static_cast<uint8_t>(c), b)) return false;
+    std::swap(a, b);
+  }
+  cur_ = std::move(a);
+  if (base_.nodes.size() > compact_at_) compact();
+  return true;
+}
+
+// Rebuilds the node table from the stacks still open: a long answer leaves
+// behind the nodes of every parse it closed.
+void GbnfMatcher::compact() {
+  Table old = std::move(base_);
+  base_ = Table{};
+  std::unordered_map<const Node*, const Node*> moved{{nullptr, nullptr}};
+  std::vector<const Node*> chain;
+  for (const Node*& h : cur_.heads) {
+    chain.clear();
+    for (const Node* n = h; !moved.count(n); n = n->next) chain.push_back(n);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) moved[*it] = intern((*it)->pos, moved[(*it)->next]);
+    h = moved[h];
+  }
+  distinct(cur_.heads);
+  // Deep stacks may be most of the table: room to grow before the next rebuild.
+  compact_at_ = std::max(kCompactAt, 4 * base_.nodes.size());
+}
+
+void GbnfMatcher::visit(const TokenTrie& trie, const TokenTrie::Node& n, size_t depth, std::vector<char>& allow) {
+  const State& from = depth_states_[depth];
+  State& to = depth_states_[depth + 1];
+  for (uint32_t e = n.edge_begin; e < n.edge_end; ++e) {
+    if (!step(from, trie.edge_byte(e), to)) continue;
+    const TokenTrie::Node& child = trie.node(trie.edge_child(e));
+    for (const int32_t id : trie.tokens(child)) allow[static_cast<size_t>(id)] = 1;
+    if (child.edge_begin != child.edge_end) visit(trie, child, depth + 1, allow);
+  }
+}
+
+size_t GbnfMatcher::mask(const TokenTrie& trie, std::span<float> logits, std::span<const int32_t> ends) {
+  std::vector<char> allow(logits.size() > trie.vocab_size() ? logits.size() : trie.vocab_size(), 0);
+  if (depth_states_.size() < trie.max_depth() + 2) depth_states_.resize(trie.max_depth() + 2);
+  depth_states_[0] = cur_;
+  in_mask_ = true;
+  visit(trie, trie.root(), 0, allow);
+  in_mask_ = false;
+  scratch_ = Table{};
+  if (can_end())
+    for (const int32_t id : ends)
+      if (id >= 0 && static_cast<size_t>(id) < allow.size()) allow[static_cast<size_t>(id)] = 1;
+  size_t allowed = 0;
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (allow[id])
+      ++allowed;
+    else
+      logits[id] = -std::numeric_limits<float>::infinity();
+  }
+  return allowed;
+}
+
+}  // namespace ss

@@ -1,0 +1,110 @@
+#pragma once
+// The recognizer of a GBNF grammar (gbnf.h): which texts are still the
+// prefix of one the grammar accepts, as llama.cpp's grammar sampler decides
+// it, over code points, with UTF-8 read byte by byte across tokens (a
+// byte-fallback token may carry half a character).
+//
+// The state is every parse still open, as a set of stacks of grammar
+// positions (llama.cpp's representation). Stacks are linked lists whose
+// nodes are interned, so equal stacks are one pointer and the set is
+// deduplicated by comparing pointers; a rule referenced last in an
+// alternative pushes nothing (a tail call), so `x ::= [a-z] x | ""` keeps
+// one short stack however long the text. Ambiguous grammars can still open
+// many parses: past kMaxHeads stacks, or kMaxExpansions expansion steps for
+// one character, the rest are dropped (the mask may then refuse what a
+// dropped parse would take; it never allows what no parse takes).
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sample/gbnf.h"
+#include "sample/token_trie.h"
+
+namespace ss {
+
+class GbnfMatcher {
+ public:
+  static constexpr size_t kMaxHeads = 1024;
+  static constexpr size_t kMaxExpansions = 1 << 16;
+
+  explicit GbnfMatcher(std::shared_ptr<const Gbnf> grammar);
+  GbnfMatcher(const GbnfMatcher&) = delete;
+  GbnfMatcher& operator=(const GbnfMatcher&) = delete;
+
+  // False (and the state is unchanged) if `bytes` cannot continue the text.
+  bool feed(std::string_view bytes);
+  // The text is a whole root and nothing may follow it.
+  bool complete() const { return cur_.left == 0 && cur_.accepted && cur_.heads.empty(); }
+  // The text is a whole root (more may follow).
+  bool can_end() const { return cur_.left == 0 && cur_.accepted; }
+
+  // Sets logits[id] to -inf for every token whose bytes cannot come next
+  // (tokens without bytes too); the end-of-generation tokens `ends` keep
+  // their logits where can_end(). Returns how many tokens stay allowed.
+  size_t mask(const TokenTrie& trie, std::span<float> logits, std::span<const int32_t> ends);
+
+  // Parses open now (stacks), for tests and the cost notes.
+  size_t open_parses() const { return cur_.heads.size(); }
+  // Whether a cap has dropped parses of the text fed so far.
+  bool dropped_parses() const { return dropped_; }
+
+ private:
+  struct Node {
+    uint32_t pos;  // a grammar position: a character element on top, where to go on below
+    uint64_t id;
+    const Node* next;
+  };
+  struct Table {
+    std::deque<Node> nodes;  // stable addresses
+    std::unordered_map<uint64_t, const Node*> index;
+  };
+  struct State {
+    std::vector<const Node*> heads;  // sorted by id, distinct; each on a character element
+    bool accepted = false;           // some parse has ended the root
+    uint32_t cp = 0;                 // a character partly read: its bits so far
+    uint8_t left = 0;                // its continuation bytes to come
+    uint8_t lo = 0x80, hi = 0xBF;    // the range of the next one
+  };
+
+  // Stacks an expansion step has met (open addressing; clear() is O(1)).
+  class SeenSet {
+   public:
+    bool insert(uint64_t key);  // false if there already
+    void clear();
+
+   private:
+    std::vector<uint64_t> keys_;
+    std::vector<uint32_t> stamps_;  // a slot holds a key of this step if its stamp is now_
+    uint32_t now_ = 0;
+    size_t used_ = 0;
+  };
+
+  const Node* intern(uint32_t pos, const Node* next);
+  // Every stack reached from position `pos` above `next` without reading.
+  void expand(uint32_t pos, const Node* next, State& to);
+  void advance(const State& from, uint32_t cp, State& to);
+  bool step(const State& from, uint8_t byte, State& to);
+  bool viable(const State& s) const;
+  static bool distinct(std::vector<const Node*>& heads);  // true if it dropped some
+  void visit(const TokenTrie& trie, const TokenTrie::Node& n, size_t depth, std::vector<char>& allow);
+  void compact();
+
+  std::shared_ptr<const Gbnf> g_;
+  Table base_;            // nodes of the state
+  Table scratch_;         // nodes a mask makes and forgets
+  bool in_mask_ = false;  // new nodes go to scratch_
+  uint64_t next_id_ = 0;
+  State cur_;
+  std::vector<State> depth_states_;                     // mask: the state after each depth of the trie
+  std::vector<std::pair<uint32_t, const Node*>> work_;  // expand's to-do list
+  size_t expansions_ = 0;
+  SeenSet seen_;
+  bool dropped_ = false;
+  size_t compact_at_ = size_t{1} << 16;  // base nodes before unreachable ones are dropped
+};
+
+}  // namespace ss
