@@ -1,12 +1,12 @@
 // Completion request bodies as the server parses them, then rendered with
 // each chat template; whatever the parser accepts is a valid sampling setup
 // that the sampler runs without trapping, and a structured-output schema
-// whose recognizer takes the body's own bytes (masks and feeds) without
-// trapping.
+// or GBNF grammar whose recognizer takes the body's own bytes (masks and
+// feeds) without trapping.
 #include <cstdlib>
 #include <vector>
 
-#include "sample/json_grammar.h"
+#include "sample/constraint.h"
 #include "sample/sampler.h"
 #include "server/chat_template.h"
 #include "server/request_parse.h"
@@ -25,14 +25,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int32_t t = s.sample(logits, history);
     if (t < 0 || t >= static_cast<int32_t>(logits.size())) std::abort();
   }
-  if (parsed && r.json_schema) {
-    ss::JsonGrammar g(r.json_schema);
-    const std::vector<std::string> tokens = {"{", "\"v\"", ":", "1", "[", "]", "}", " ", "\"a\"", ",", "null", "\n  "};
-    std::vector<float> logits(tokens.size());
+  if (parsed && (r.json_schema || r.grammar)) {
+    static const ss::ConstraintVocab vocab({"", "{", "\"v\"", ":", "1", "[", "]", "}", " ", "\"a\"", ",", "null",
+                                            "\n  ", "a", "ab", "\xC3", "\xA9", "\xC3\xA9"},
+                                           {0});
+    ss::Constraint c(r.json_schema, r.grammar);
+    std::vector<float> logits(vocab.bytes().size());
     for (size_t i = 0; i < body.size() && i < 64; ++i) {
-      if (g.mask(tokens, logits) > tokens.size()) std::abort();
-      if (!g.feed(std::string(1, body[i]))) (void)g.feed(tokens[static_cast<unsigned char>(body[i]) % tokens.size()]);
-      if (g.complete() && !g.can_end()) std::abort();
+      if (c.mask(vocab, logits, true) > logits.size()) std::abort();
+      if (!c.feed(std::string(1, body[i])))
+        (void)c.feed(vocab.bytes()[static_cast<unsigned char>(body[i]) % vocab.bytes().size()]);
+      if (c.complete() && !c.can_end()) std::abort();
     }
   }
   if (parsed && r.chat) {

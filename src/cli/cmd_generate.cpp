@@ -166,15 +166,19 @@ int GenerateCommand::run() {
   int64_t generated = 0;
   int rc = 0;
   while (!g_interrupted.load() && (n_new_ < 0 || generated < n_new_)) {
-    std::span<const float> candidates = logits[0];
+    const auto history = recent.last(static_cast<size_t>(sampling_.repeat_last_n));
+    int32_t next = -1;
     if (shape) {  // only tokens that keep the answer a prefix of one the schema or grammar accepts
-      masked.assign(candidates.begin(), candidates.end());
-      if (shape->mask(*vocab, masked, !ignore_eos_) == 0) break;
-      candidates = masked;
+      masked.assign(logits[0].begin(), logits[0].end());
+      const size_t allowed = shape->mask(*vocab, masked, !ignore_eos_);
+      next = sample_and_feed(
+          *shape, *vocab, masked, allowed, [&](std::span<const float> l) { return sampler.sample(l, history); },
+          [&](int32_t t) { return !ignore_eos_ && model->vocab.is_eog(t); });
+      if (next < 0) break;
+    } else {
+      next = sampler.sample(logits[0], history);
     }
-    const int32_t next = sampler.sample(candidates, recent.last(static_cast<size_t>(sampling_.repeat_last_n)));
     if (!ignore_eos_ && model->vocab.is_eog(next)) break;
-    if (shape) SS_CHECK(shape->feed(vocab->bytes()[static_cast<size_t>(next)]));
     ++generated;
     recent.push(next);
     if (ids_)

@@ -3,6 +3,7 @@
 // (json_grammar.h) or a GBNF grammar (gbnf_matcher.h), behind one
 // interface for the server's scheduler and the CLI.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -53,5 +54,21 @@ class Constraint {
   std::optional<JsonGrammar> json_;
   std::unique_ptr<GbnfMatcher> gbnf_;
 };
+
+// Samples among the `allowed` tokens left in `masked` (sample(span) -> id)
+// and feeds the pick unless it ends generation (is_end(id)). A grammar past
+// its caps may refuse at feed what its mask allowed (which parses a cap
+// drops depends on the order they were made in): that token is masked and
+// another sampled. Returns -1 when none is left.
+template <class Sample, class IsEnd>
+int32_t sample_and_feed(Constraint& c, const ConstraintVocab& vocab, std::span<float> masked, size_t allowed,
+                        Sample&& sample, IsEnd&& is_end) {
+  for (; allowed > 0; --allowed) {
+    const int32_t tok = sample(std::span<const float>(masked));
+    if (is_end(tok) || c.feed(vocab.bytes()[static_cast<size_t>(tok)])) return tok;
+    masked[static_cast<size_t>(tok)] = -std::numeric_limits<float>::infinity();
+  }
+  return -1;
+}
 
 }  // namespace ss

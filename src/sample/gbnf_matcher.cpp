@@ -41,10 +41,11 @@ void GbnfMatcher::SeenSet::clear() {
   }
 }
 
-GbnfMatcher::GbnfMatcher(std::shared_ptr<const Gbnf> grammar) : g_(std::move(grammar)) {
+GbnfMatcher::GbnfMatcher(std::shared_ptr<const Gbnf> grammar, const Limits& limits)
+    : g_(std::move(grammar)), limits_(limits) {
   seen_.clear();
   for (const uint32_t a : g_->alternatives(g_->root())) expand(a, nullptr, cur_);
-  dropped_ = distinct(cur_.heads) || expansions_ > kMaxExpansions;
+  dropped_ = distinct(cur_.heads) || expansions_ > limits_.max_expansions;
 }
 
 const GbnfMatcher::Node* GbnfMatcher::intern(uint32_t pos, const Node* next) {
@@ -64,7 +65,8 @@ void GbnfMatcher::expand(uint32_t pos, const Node* next, State& to) {
   work_.clear();
   work_.emplace_back(pos, next);
   while (!work_.empty()) {
-    if (++expansions_ > kMaxExpansions) {
+    mask_work_ += in_mask_;
+    if (++expansions_ > limits_.max_expansions) {
       if (!in_mask_) dropped_ = true;
       return;
     }
@@ -111,11 +113,11 @@ void GbnfMatcher::advance(const State& from, uint32_t cp, State& to) {
 }
 
 // Sorted by id, not address, so which parses a cap drops is the same on every run.
-bool GbnfMatcher::distinct(std::vector<const Node*>& heads) {
+bool GbnfMatcher::distinct(std::vector<const Node*>& heads) const {
   std::sort(heads.begin(), heads.end(), [](const Node* a, const Node* b) { return a->id < b->id; });
   heads.erase(std::unique(heads.begin(), heads.end()), heads.end());
-  if (heads.size() <= kMaxHeads) return false;
-  heads.resize(kMaxHeads);
+  if (heads.size() <= limits_.max_heads) return false;
+  heads.resize(limits_.max_heads);
   return true;
 }
 
@@ -202,10 +204,37 @@ void GbnfMatcher::visit(const TokenTrie& trie, const TokenTrie::Node& n, size_t 
   const State& from = depth_states_[depth];
   State& to = depth_states_[depth + 1];
   for (uint32_t e = n.edge_begin; e < n.edge_end; ++e) {
+    if (mask_work_ > limits_.max_mask_expansions) return;
     if (!step(from, trie.edge_byte(e), to)) continue;
     const TokenTrie::Node& child = trie.node(trie.edge_child(e));
     for (const int32_t id : trie.tokens(child)) allow[static_cast<size_t>(id)] = 1;
     if (child.edge_begin != child.edge_end) visit(trie, child, depth + 1, allow);
+  }
+}
+
+// The likeliest tokens the cut walk did not reach, each stepped alone,
+// until `rescued` of them may come next (or 16 times as many were tried).
+void GbnfMatcher::rescue(const TokenTrie& trie, std::span<const float> logits, std::vector<char>& allow) {
+  std::vector<int32_t> ids;
+  for (size_t id = 0; id < trie.vocab_size() && id < logits.size(); ++id)
+    if (!allow[id] && !trie.bytes(id).empty() && logits[id] > -std::numeric_limits<float>::infinity())
+      ids.push_back(static_cast<int32_t>(id));
+  const size_t tries = std::min(ids.size(), 16 * limits_.rescued);
+  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(tries), ids.end(), [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+  });
+  State a, b;
+  size_t found = 0;
+  for (size_t k = 0; k < tries && found < limits_.rescued; ++k) {
+    const std::string& bytes = trie.bytes(static_cast<size_t>(ids[k]));
+    a = cur_;
+    bool ok = true;
+    for (size_t i = 0; i < bytes.size() && ok; ++i) {
+      ok = step(a, static_cast<uint8_t>(bytes[i]), b);
+      std::swap(a, b);
+    }
+    allow[static_cast<size_t>(ids[k])] = ok;
+    found += ok;
   }
 }
 
@@ -214,7 +243,10 @@ size_t GbnfMatcher::mask(const TokenTrie& trie, std::span<float> logits, std::sp
   if (depth_states_.size() < trie.max_depth() + 2) depth_states_.resize(trie.max_depth() + 2);
   depth_states_[0] = cur_;
   in_mask_ = true;
+  mask_work_ = 0;
   visit(trie, trie.root(), 0, allow);
+  mask_cut_ = mask_work_ > limits_.max_mask_expansions;
+  if (mask_cut_) rescue(trie, logits, allow);
   in_mask_ = false;
   scratch_ = Table{};
   if (can_end())

@@ -30,8 +30,22 @@ class GbnfMatcher {
  public:
   static constexpr size_t kMaxHeads = 1024;
   static constexpr size_t kMaxExpansions = 1 << 16;
+  // Expansion steps one mask may take over the whole vocabulary (tens of
+  // milliseconds). Past it the walk stops, and the likeliest tokens not
+  // reached are judged one by one until kRescued may come next: the mask
+  // stays a subset of what may come next, and holds the model's favourites.
+  static constexpr size_t kMaxMaskExpansions = size_t{1} << 22;
+  static constexpr size_t kRescued = 64;
 
-  explicit GbnfMatcher(std::shared_ptr<const Gbnf> grammar);
+  struct Limits {  // the caps above; tests make them small
+    size_t max_heads = kMaxHeads;
+    size_t max_expansions = kMaxExpansions;
+    size_t max_mask_expansions = kMaxMaskExpansions;
+    size_t rescued = kRescued;
+  };
+
+  explicit GbnfMatcher(std::shared_ptr<const Gbnf> grammar) : GbnfMatcher(std::move(grammar), Limits{}) {}
+  GbnfMatcher(std::shared_ptr<const Gbnf> grammar, const Limits& limits);
   GbnfMatcher(const GbnfMatcher&) = delete;
   GbnfMatcher& operator=(const GbnfMatcher&) = delete;
 
@@ -51,6 +65,8 @@ class GbnfMatcher {
   size_t open_parses() const { return cur_.heads.size(); }
   // Whether a cap has dropped parses of the text fed so far.
   bool dropped_parses() const { return dropped_; }
+  // Whether the last mask ran out of its budget (kMaxMaskExpansions).
+  bool mask_was_cut() const { return mask_cut_; }
 
  private:
   struct Node {
@@ -89,11 +105,13 @@ class GbnfMatcher {
   void advance(const State& from, uint32_t cp, State& to);
   bool step(const State& from, uint8_t byte, State& to);
   bool viable(const State& s) const;
-  static bool distinct(std::vector<const Node*>& heads);  // true if it dropped some
+  bool distinct(std::vector<const Node*>& heads) const;  // true if it dropped some
   void visit(const TokenTrie& trie, const TokenTrie::Node& n, size_t depth, std::vector<char>& allow);
+  void rescue(const TokenTrie& trie, std::span<const float> logits, std::vector<char>& allow);
   void compact();
 
   std::shared_ptr<const Gbnf> g_;
+  Limits limits_;
   Table base_;            // nodes of the state
   Table scratch_;         // nodes a mask makes and forgets
   bool in_mask_ = false;  // new nodes go to scratch_
@@ -102,6 +120,8 @@ class GbnfMatcher {
   std::vector<State> depth_states_;                     // mask: the state after each depth of the trie
   std::vector<std::pair<uint32_t, const Node*>> work_;  // expand's to-do list
   size_t expansions_ = 0;
+  size_t mask_work_ = 0;  // expansion steps of the mask under way
+  bool mask_cut_ = false;
   SeenSet seen_;
   bool dropped_ = false;
   size_t compact_at_ = size_t{1} << 16;  // base nodes before unreachable ones are dropped

@@ -26,7 +26,8 @@ class TokenTrie {
   std::span<const int32_t> tokens(const Node& n) const {
     return std::span<const int32_t>(tokens_).subspan(n.token_begin, n.token_end - n.token_begin);
   }
-  size_t vocab_size() const { return vocab_size_; }
+  size_t vocab_size() const { return bytes_.size(); }
+  const std::string& bytes(size_t id) const { return bytes_[id]; }
   size_t node_count() const { return nodes_.size(); }
   size_t max_depth() const { return max_depth_; }
 
@@ -35,7 +36,7 @@ class TokenTrie {
   std::vector<uint8_t> edge_byte_;  // edges sorted by byte within a node
   std::vector<uint32_t> edge_child_;
   std::vector<int32_t> tokens_;
-  size_t vocab_size_ = 0;
+  std::vector<std::string> bytes_;  // by token id
   size_t max_depth_ = 0;
 };
 

@@ -414,19 +414,21 @@ void Scheduler::step() {
       finish(a, "length");
       continue;
     }
-    std::span<const float> candidates = next;
+    int32_t tok = -1;
     if (a.shape) {  // structured output: only tokens that keep the answer a prefix of one the shape accepts
       masked_.assign(next.begin(), next.end());
       const size_t allowed = a.shape->mask(*constraint_vocab_, masked_, !r.ignore_eos);
-      if (allowed == 0) {
+      tok = sample_and_feed(
+          *a.shape, *constraint_vocab_, masked_, allowed,
+          [&](std::span<const float> l) { return a.sampler->sample(l, a.history); },
+          [&](int32_t t) { return model_->vocab.is_eog(t); });
+      if (tok < 0) {
         finish(a, "stop");
         continue;
       }
-      candidates = masked_;
+    } else {
+      tok = a.sampler->sample(next, a.history);
     }
-    const int32_t tok = a.sampler->sample(candidates, a.history);
-    if (a.shape && !model_->vocab.is_eog(tok))
-      SS_CHECK(a.shape->feed(constraint_vocab_->bytes()[static_cast<size_t>(tok)]));
     a.last = tok;
     a.history.push_back(tok);
     if (a.history.size() > 2 * kMaxPenaltyWindow)

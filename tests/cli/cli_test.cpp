@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include "cli_run.h"
 #include "format/ggml_types.h"
 #include "format/gguf.h"
+#include "sample/gbnf_matcher.h"
 #include "test_paths.h"
 #include "util/thread_count.h"
 
@@ -82,6 +84,32 @@ TEST(Cli, GenerateJsonSchemaConstrainsTheAnswer) {
   auto bad = run("generate -m " + dir + "stories260K.gguf -j '{\"type\":\"string\",\"pattern\":\"a\"}'", true);
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.out.find("'pattern' is not supported"), std::string::npos) << bad.out;
+}
+
+TEST(Cli, GenerateGrammarConstrainsTheAnswer) {
+  const std::string model = test::shared("models/stories260K/stories260K.gguf");
+  const std::string grammar = "# three words and a full stop\nroot ::= (\" \" word){3} \".\"\nword ::= [a-z]{1,10}\n";
+  const std::string file = test::temp_path("three_words.gbnf");
+  {
+    std::ofstream f(file);
+    f << grammar;
+  }
+  auto g = Gbnf::parse(grammar);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  for (int seed = 1; seed <= 3; ++seed) {
+    auto r = run("generate -m " + model + " -p 'Once upon a time' -n 60 --temp 1 --seed " + std::to_string(seed) +
+                 " --grammar-file " + file);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    ASSERT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+    const std::string answer = r.out.substr(16, r.out.size() - 17);  // less the prompt and the last newline
+    GbnfMatcher m(*g);
+    EXPECT_TRUE(m.feed(answer) && m.complete()) << "'" << answer << "'";
+  }
+  auto bad = run("generate -m " + model + " --grammar 'root ::= \"a\" | b'", true);
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("rule 'b' is used but not defined"), std::string::npos) << bad.out;
+  auto both = run("generate -m " + model + " --grammar 'root ::= \"a\"' -j '{}'", true);
+  EXPECT_NE(both.rc, 0) << both.out;
 }
 
 TEST(Cli, GenerateIdsFromSafetensors) {

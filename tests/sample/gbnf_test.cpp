@@ -7,11 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
 
+#include "sample/constraint.h"
 #include "sample/gbnf_matcher.h"
 #include "sample/token_trie.h"
 #include "util/utf8.h"
@@ -595,6 +598,53 @@ TEST(GbnfMatcher, AmbiguousGrammarsStayBounded) {
   GbnfMatcher sm(s);
   ASSERT_TRUE(sm.feed("xxxx"));
   EXPECT_TRUE(sm.can_end());
+}
+
+TEST(GbnfMatcher, ACutMaskStaysASubsetAndKeepsTheFavourites) {
+  auto g = parsed("root ::= [a-z\xC3\xA9]+\n");
+  const auto vocab = test_vocab();
+  const TokenTrie trie(vocab);
+  std::vector<float> logits(vocab.size());
+  for (size_t id = 0; id < logits.size(); ++id) logits[id] = static_cast<float>(id);  // later ids likelier
+  std::vector<size_t> may;  // what may come next, likeliest first
+  for (size_t id = vocab.size(); id-- > 1;)
+    if (GbnfMatcher(g).feed(vocab[id])) may.push_back(id);
+  ASSERT_GT(may.size(), 10u);
+  GbnfMatcher::Limits tight;
+  tight.max_mask_expansions = 4;
+  tight.rescued = 3;
+  GbnfMatcher m(g, tight);
+  std::vector<float> cut = logits;
+  const size_t allowed = m.mask(trie, cut, {});
+  EXPECT_TRUE(m.mask_was_cut());
+  EXPECT_LT(allowed, may.size());
+  for (size_t id = 0; id < cut.size(); ++id)  // never more than may come
+    EXPECT_TRUE(std::isinf(cut[id]) || GbnfMatcher(g).feed(vocab[id])) << id;
+  for (size_t k = 0; k < 3; ++k) EXPECT_FALSE(std::isinf(cut[may[k]])) << may[k];  // the favourites stay
+  GbnfMatcher whole(g);
+  std::vector<float> all = logits;
+  EXPECT_EQ(whole.mask(trie, all, {}), may.size());
+  EXPECT_FALSE(whole.mask_was_cut());
+}
+
+TEST(Constraint, ATokenTheMaskAllowedButFeedingRefusesIsResampled) {
+  // Feeding can refuse what a mask allowed only past a grammar's caps; the
+  // loop is the same for any constraint, so a JSON one stands in here.
+  Constraint c(JsonSchema::any_object(), nullptr);
+  const ConstraintVocab vocab({"{", "x", "}"}, {});
+  std::vector<float> masked = {1.0f, 5.0f, -std::numeric_limits<float>::infinity()};  // "x" wrongly allowed
+  int draws = 0;
+  auto argmax = [&](std::span<const float> l) {
+    ++draws;
+    return static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
+  };
+  EXPECT_EQ(sample_and_feed(c, vocab, masked, 2, argmax, [](int32_t) { return false; }), 0);
+  EXPECT_EQ(draws, 2);
+  EXPECT_TRUE(std::isinf(masked[1]));
+  std::vector<float> none = {-1.0f, 5.0f, 0.0f};  // after "{": "x" again refused, then "}" closes
+  EXPECT_EQ(sample_and_feed(c, vocab, none, 2, argmax, [](int32_t) { return false; }), 2);
+  std::vector<float> dead = {1.0f, 5.0f, -std::numeric_limits<float>::infinity()};
+  EXPECT_EQ(sample_and_feed(c, vocab, dead, 2, argmax, [](int32_t) { return false; }), -1);
 }
 
 TEST(TokenTrie, HoldsEveryTokenOnce) {
