@@ -41,6 +41,12 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength
           "required": ["name", "n"], "additionalProperties": False}
 
 
+# Grammar requests (GBNF) ask for this sentence; a finished answer must match
+# the same language written as a Python regex.
+GRAMMAR = 'root ::= " " name " was " ("happy" | "sad" | "big") "."\nname ::= [A-Z] [a-z]{1,8}\n'
+GRAMMAR_RE = re.compile(r" [A-Z][a-z]{1,8} was (happy|sad|big)\.")
+
+
 def schema_ok(text):
     try:
         v = json.loads(text)
@@ -187,7 +193,11 @@ class Chaos:
                     if rng.random() < 0.3:
                         body.update(logprobs=rng.randrange(0, 4), echo=rng.random() < 0.5)
                     structured = rng.random() < 0.2 and not body.get("echo")
-                    if structured:  # structured output: a schema mask in the same batches
+                    grammar = structured and rng.random() < 0.5
+                    if grammar:  # a GBNF grammar's mask in the same batches
+                        body["grammar"] = GRAMMAR
+                        body["max_tokens"] = 40
+                    elif structured:  # structured output: a schema mask in the same batches
                         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "s", "schema": SCHEMA}}
                         body["max_tokens"] = 80
                     if rng.random() < 0.3:
@@ -201,9 +211,10 @@ class Chaos:
                                 self.violations.append(f"{n * prompts} choices asked, got another count")
                         if s == 200 and structured:
                             for ch in json.loads(raw)["choices"]:
-                                if ch["finish_reason"] == "stop" and not schema_ok(ch["text"]):
+                                fits = GRAMMAR_RE.fullmatch(ch["text"]) if grammar else schema_ok(ch["text"])
+                                if ch["finish_reason"] == "stop" and not fits:
                                     with self.lock:
-                                        self.violations.append(f"structured answer off its schema: {ch['text']!r}")
+                                        self.violations.append(f"structured answer off its shape: {ch['text']!r}")
                 elif action < 0.72:
                     self.invalid(rng, port)
                 elif action < 0.80:
@@ -266,6 +277,7 @@ class Chaos:
             (b'{"prompt": "x", "n": 65}', {}), (b"[]", {}), (b'{"prompt": "\\ud800"}', {}),
             (b'{"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"schema": '
              b'{"type": "string", "pattern": "a"}}}}', {}),
+            (b'{"prompt": "x", "grammar": "root ::= root \\"a\\" | \\"b\\""}', {}),
         ]
         body, hdrs = rng.choice(cases)
         path = rng.choice(["/v1/completions", "/v1/chat/completions", "/v1/nope"])
