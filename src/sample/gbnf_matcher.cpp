@@ -5,10 +5,6 @@
 
 namespace ss {
 
-namespace {
-constexpr size_t kCompactAt = 1 << 16;
-}
-
 bool GbnfMatcher::SeenSet::insert(uint64_t key) {
   if (2 * (used_ + 1) > keys_.size()) {  // grow, keeping this step's keys
     std::vector<uint64_t> old;

@@ -125,7 +125,8 @@ class GbnfMatcher {
   bool mask_cut_ = false;
   SeenSet seen_;
   bool dropped_ = false;
-  size_t compact_at_ = size_t{1} << 16;  // base nodes before unreachable ones are dropped
+  static constexpr size_t kCompactAt = size_t{1} << 16;
+  size_t compact_at_ = kCompactAt;  // base nodes before unreachable ones are dropped
 };
 
 }  // namespace ss

@@ -201,9 +201,11 @@ class GrammarMaker {
         case 2:
           s += "?";
           break;
-        case 3:
-          s += "{" + std::to_string(pick(3)) + "," + std::to_string(2 + pick(2)) + "}";
-          break;
+        case 3: {  // one pick a statement: the order of a call's arguments is the compiler's
+          const int lo = pick(3);
+          const int hi = 2 + pick(2);
+          s += "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
+        } break;
         case 4:
           s += "{2}";
           break;
@@ -276,8 +278,14 @@ std::string mutate(std::string s, std::mt19937& rng) {
   auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
   const size_t what = pick(3);
   if (what == 0 && !v.empty()) v.erase(v.begin() + static_cast<ptrdiff_t>(pick(v.size())));
-  if (what == 1) v.insert(v.begin() + static_cast<ptrdiff_t>(pick(v.size() + 1)), kAlphabet[pick(kAlphabet.size())]);
-  if (what == 2 && !v.empty()) v[pick(v.size())] = kAlphabet[pick(kAlphabet.size())];
+  if (what == 1) {
+    const size_t at = pick(v.size() + 1);
+    v.insert(v.begin() + static_cast<ptrdiff_t>(at), kAlphabet[pick(kAlphabet.size())]);
+  }
+  if (what == 2 && !v.empty()) {
+    const size_t at = pick(v.size());
+    v[at] = kAlphabet[pick(kAlphabet.size())];
+  }
   std::string out;
   for (const auto& c : v) out += c;
   return out;
@@ -438,7 +446,7 @@ TEST(GbnfMatcher, AgreesWithTheOracleOnRandomGrammars) {
     }
   }
   EXPECT_GT(grammars, 200);
-  EXPECT_LT(capped, texts / 20);
+  EXPECT_LT(capped, texts / 8);  // measured 4-6%
   EXPECT_GT(accepted, texts / 4);
   EXPECT_LT(accepted, texts * 9 / 10);
   RecordProperty("grammars", grammars);
@@ -568,6 +576,16 @@ TEST(GbnfMatcher, LongTextsKeepShortStacks) {
   ASSERT_TRUE(n.feed(")"));
   EXPECT_TRUE(n.complete());
   EXPECT_FALSE(n.feed(")"));
+  // Deeper than the node table's first rebuild (65536 nodes): the stacks
+  // survive being moved to a fresh table.
+  GbnfMatcher deep(nest);
+  for (int i = 0; i < 70; ++i) ASSERT_TRUE(deep.feed(std::string(1000, '(')));
+  ASSERT_TRUE(deep.feed("x"));
+  for (int i = 0; i < 70; ++i) {
+    EXPECT_FALSE(deep.complete());
+    ASSERT_TRUE(deep.feed(std::string(1000, ')')));
+  }
+  EXPECT_TRUE(deep.complete());
 }
 
 TEST(GbnfMatcher, LoopsThroughRulesThatMayBeEmpty) {
