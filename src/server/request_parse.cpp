@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "sample/regex_to_gbnf.h"
 #include "server/json_fields.h"
 #include "server/scheduler.h"
 #include "server/tool_calls.h"
@@ -126,16 +127,15 @@ std::string refuse_unsupported(const json& j, bool chat) {
 // {...}, "strict": ...}}; llama.cpp's top-level "json_schema" and GBNF
 // "grammar"; vLLM's "guided_json" (an object, or its JSON text),
 // "guided_grammar" (GBNF, as xgrammar reads it), "guided_choice" and
-// "structured_outputs": {"json" | "grammar" | "choice": ...}. Regexes are
-// refused, not ignored. A schema or grammar that does not compile is the
-// client's error, named with its place.
+// "guided_regex" (the whole answer matches it; regex_to_gbnf.h) and
+// "structured_outputs": {"json" | "grammar" | "choice" | "regex": ...}. A
+// schema, grammar or regex that does not compile is the client's error,
+// named with its place.
 std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out,
                                   std::shared_ptr<const Gbnf>& grammar) {
   out.reset();
   grammar.reset();
-  if (given(j, "guided_regex"))
-    return "'guided_regex' is not supported (use 'guided_grammar' or 'grammar': GBNF; or a JSON schema)";
-  enum class Kind { Schema, Grammar, Choice };
+  enum class Kind { Schema, Grammar, Choice, Regex };
   struct Way {
     std::string name;
     Kind kind;
@@ -148,9 +148,12 @@ std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchem
     if (given(j, k) && !(j[k].is_string() && j[k].get_ref<const std::string&>().empty()))
       ways.push_back({k, Kind::Grammar, &j[k]});
   if (given(j, "guided_choice")) ways.push_back({"guided_choice", Kind::Choice, &j["guided_choice"]});
+  if (given(j, "guided_regex")) ways.push_back({"guided_regex", Kind::Regex, &j["guided_regex"]});
   if (given(j, "structured_outputs")) {
     const json& so = j["structured_outputs"];
-    const char* kShape = "'structured_outputs' takes one of {\"json\": ...}, {\"grammar\": ...}, {\"choice\": [...]}";
+    const char* kShape =
+        "'structured_outputs' takes one of {\"json\": ...}, {\"grammar\": ...}, {\"choice\": [...]}, {\"regex\": "
+        "...}";
     if (!so.is_object() || so.size() != 1) return kShape;
     if (so.contains("json"))
       ways.push_back({"structured_outputs", Kind::Schema, &so["json"]});
@@ -158,6 +161,8 @@ std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchem
       ways.push_back({"structured_outputs", Kind::Grammar, &so["grammar"]});
     else if (so.contains("choice"))
       ways.push_back({"structured_outputs", Kind::Choice, &so["choice"]});
+    else if (so.contains("regex"))
+      ways.push_back({"structured_outputs", Kind::Regex, &so["regex"]});
     else
       return kShape;
   }
@@ -186,9 +191,17 @@ std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchem
   }
   if (ways.size() > 1) return "give one of '" + ways[0].name + "' and '" + ways[1].name + "'";
   if (!format_schema && ways.empty()) return "";
-  if (!format_schema && ways[0].kind == Kind::Grammar) {
-    if (!ways[0].value->is_string()) return "'" + ways[0].name + "' must be a string (a GBNF grammar)";
-    auto g = Gbnf::parse(ways[0].value->get_ref<const std::string&>());
+  if (!format_schema && (ways[0].kind == Kind::Grammar || ways[0].kind == Kind::Regex)) {
+    const bool regex = ways[0].kind == Kind::Regex;
+    if (!ways[0].value->is_string())
+      return "'" + ways[0].name + "' must be a string (" + (regex ? "a regular expression" : "a GBNF grammar") + ")";
+    std::string text = ways[0].value->get<std::string>();
+    if (regex) {
+      auto r = regex_to_gbnf(text);
+      if (!r.ok()) return "'" + ways[0].name + "': " + r.error().message;
+      text = r.value();
+    }
+    auto g = Gbnf::parse(text);
     if (!g.ok()) return "'" + ways[0].name + "': " + g.error().message;
     grammar = *g;
     return "";

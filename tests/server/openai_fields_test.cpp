@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 #include <set>
 
 #include "runtime/scoring.h"
@@ -148,17 +149,18 @@ TEST(OpenAiFields, OutOfRangeOrMistypedSamplingFieldsAreRefused) {
   for (const json& b :
        {json{{"json_schema", person}, {"guided_json", person}},
         json{{"guided_json", person}, {"response_format", {{"type", "json_object"}}}},
-        json{{"guided_json", "{not json"}}, json{{"json_schema", {{"minimum", 1}}}}, json{{"guided_regex", "a+"}},
-        json{{"structured_outputs", {{"regex", "a+"}}}},
+        json{{"guided_json", "{not json"}}, json{{"json_schema", {{"minimum", 1}}}}, json{{"guided_regex", "(a"}},
+        json{{"guided_regex", 5}}, json{{"structured_outputs", {{"regex", "a\\1"}}}},
         json{{"structured_outputs", {{"json", person}}}, {"json_schema", person}}, json{{"grammar", "root ::= x"}},
         json{{"grammar", 3}}, json{{"guided_grammar", "root ::= ("}}, json{{"guided_choice", json::array()}},
         json{{"guided_choice", {1, 2}}}, json{{"grammar", "root ::= \"a\""}, {"json_schema", person}},
         json{{"guided_choice", {"a"}}, {"response_format", {{"type", "json_object"}}}}})
     EXPECT_NE(parse_error(with(kText, b), false), "") << b.dump();
-  // GBNF grammars: llama.cpp's field, vLLM's (xgrammar reads GBNF) and choices.
+  // GBNF grammars: llama.cpp's field, vLLM's (xgrammar reads GBNF), choices and regexes.
   for (const json& b : {json{{"grammar", "root ::= \"a\" | \"b\""}}, json{{"guided_grammar", "root ::= [ab]"}},
                         json{{"guided_choice", {"a", "b"}}}, json{{"structured_outputs", {{"choice", {"a", "b"}}}}},
-                        json{{"structured_outputs", {{"grammar", "root ::= \"a\" | \"b\""}}}}}) {
+                        json{{"structured_outputs", {{"grammar", "root ::= \"a\" | \"b\""}}}},
+                        json{{"guided_regex", "^[ab]$"}}, json{{"structured_outputs", {{"regex", "a|b"}}}}}) {
     const auto r = parse_ok(with(kText, b), false);
     ASSERT_TRUE(r.grammar && !r.json_schema) << b.dump();
     GbnfMatcher m(r.grammar);
@@ -711,6 +713,19 @@ TEST(OpenAiFields, GrammarAnswersFollowTheGrammar) {
     if (ch.contains("choices") && !ch["choices"].empty()) streamed += ch["choices"][0].value("text", "");
   GbnfMatcher ms(*g);
   EXPECT_TRUE(ms.feed(streamed) && ms.complete()) << streamed;
+  // vLLM's regex: the whole answer matches it.
+  const std::regex date("[0-9]{4}-[0-9]{2}-[0-9]{2}");
+  for (int seed = 1; seed <= 3; ++seed) {
+    const json r = test::post(c, "/v1/completions",
+                              {{"prompt", "The day was"},
+                               {"max_tokens", 20},
+                               {"temperature", 1.0},
+                               {"seed", seed},
+                               {"guided_regex", "\\d{4}-\\d{2}-\\d{2}"}});
+    const std::string text = r["choices"][0]["text"].get<std::string>();
+    EXPECT_TRUE(std::regex_match(text, date)) << r.dump();
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop") << r.dump();
+  }
   // A grammar that does not parse is the client's error, with its place.
   int status = 0;
   const json bad = test::post(c, "/v1/completions", {{"prompt", "x"}, {"grammar", "root ::= \"a\" b\n"}}, &status);
