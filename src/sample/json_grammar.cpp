@@ -60,7 +60,45 @@ bool JsonGrammar::complete() const {
 }
 
 bool JsonGrammar::number_may_end(const Frame& f) {
-  return f.at == kZero || f.at == kInt || f.at == kFrac || f.at == kExpDigits;
+  return (f.at == kZero || f.at == kInt || f.at == kFrac || f.at == kExpDigits) && in_range(f);
+}
+
+namespace {
+bool has_bounds(const SchemaNode& n) {
+  return n.kind == SchemaNode::Kind::Integer &&
+         (n.min_int != std::numeric_limits<int64_t>::min() || n.max_int != std::numeric_limits<int64_t>::max());
+}
+}  // namespace
+
+// An integer with bounds keeps its value so far: sign in `cand`, magnitude in `seen`.
+bool JsonGrammar::in_range(const Frame& f) {
+  if (!has_bounds(*f.node)) return true;
+  const auto mag = static_cast<int64_t>(f.seen);
+  const int64_t v = f.cand ? -mag : mag;
+  return v >= f.node->min_int && v <= f.node->max_int;
+}
+
+// Whether some integer the digits so far can still grow into is within the
+// bounds: the value itself, or it followed by j more digits (16 at most).
+bool JsonGrammar::range_reachable(const Frame& f) {
+  const SchemaNode& n = *f.node;
+  if (!has_bounds(n)) return true;
+  auto hits = [&](int64_t a, int64_t b) {  // magnitudes [a, b]
+    const int64_t lo = f.cand ? -b : a, hi = f.cand ? -a : b;
+    return lo <= n.max_int && hi >= n.min_int;
+  };
+  int64_t most = 1;
+  for (uint32_t k = 0; k < kMaxSchemaDigits; ++k) most *= 10;
+  if (f.at == kMinus) return hits(0, most - 1);  // "-0", or any digits
+  const auto v = static_cast<int64_t>(f.seen);
+  if (hits(v, v)) return true;
+  if (f.at == kZero) return false;  // nothing follows a leading zero
+  int64_t p = 1;
+  for (uint32_t k = f.count; k < kMaxSchemaDigits; ++k) {
+    p *= 10;
+    if (hits(v * p, v * p + p - 1)) return true;
+  }
+  return false;
 }
 
 bool JsonGrammar::can_end() const {
@@ -334,14 +372,16 @@ bool JsonGrammar::start_value(Reading& r, const SchemaNode* n, char c, int alias
       if (c == '-') {
         f.at = kMinus;
         f.count = 0;
+        f.cand = 1;
       } else if (c == '0') {
         f.at = kZero;
       } else if (is_digit(c)) {
         f.at = kInt;
+        f.seen = static_cast<uint64_t>(c - '0');
       } else {
         return false;
       }
-      return push(r, f);
+      return range_reachable(f) && push(r, f);
     case K::Literal: {
       f.kind = Kind::Literal;
       for (size_t i = 0; i < n->texts.size(); ++i)
@@ -448,20 +488,26 @@ bool JsonGrammar::number_step(Reading& r, char c) {
     t.count = count;
     return true;
   };
+  // An integer part's digit: its value so far for bounds (integers only).
+  auto digit = [&](NumberAt at, uint32_t count) {
+    if (integer) t.seen = t.seen * 10 + static_cast<uint64_t>(c - '0');
+    return to(at, count) && range_reachable(t);
+  };
   switch (t.at) {
     case kMinus:
-      if (c == '0') return to(kZero, 1);
-      if (is_digit(c)) return to(kInt, 1);
+      if (c == '0') return digit(kZero, 1);
+      if (is_digit(c)) return digit(kInt, 1);
       return false;
     case kInt:
     case kFrac:
     case kExpDigits:
-      if (is_digit(c)) return room && to(static_cast<NumberAt>(t.at), t.count + 1);
+      if (is_digit(c))
+        return room && (t.at == kInt ? digit(kInt, t.count + 1) : to(static_cast<NumberAt>(t.at), t.count + 1));
       [[fallthrough]];
     case kZero:
       if (c == '.' && t.at != kFrac && t.at != kExpDigits) return !integer && to(kDot, 0);
       if ((c == 'e' || c == 'E') && t.at != kExpDigits) return !integer && to(kExp, 0);
-      return value_done(r) && step(r, c);  // c belongs to what follows the number
+      return in_range(t) && value_done(r) && step(r, c);  // c belongs to what follows the number
     case kDot:
       return is_digit(c) && to(kFrac, 1);
     case kExp:

@@ -76,8 +76,8 @@ class JsonGrammar {
   // cost nothing to declare; new frames are value-initialized (Frame{}).
   struct Frame {
     const SchemaNode* node;
-    uint64_t seen;   // Object: properties present
-    uint64_t cand;   // Object key / Literal: the texts still matching
+    uint64_t seen;   // Object: properties present; Integer: the magnitude so far (for bounds)
+    uint64_t cand;   // Object key / Literal: the texts still matching; Number: 1 if negative
     uint32_t count;  // Array: items; String: characters; Number: digits in this part
     uint32_t pos;    // Object key / Literal: bytes matched
     Kind kind;
@@ -114,6 +114,8 @@ class JsonGrammar {
   bool literal_step(Reading& r, char c);
   bool literal_advanced(Reading& r) const;
   static bool number_may_end(const Frame& f);
+  static bool in_range(const Frame& f);
+  static bool range_reachable(const Frame& f);
   // Whether plain text `b` (`chars` characters) may continue the string or
   // key on top of a reading.
   static bool text_takes(const Frame& t, const std::string& b, uint32_t chars);

@@ -38,10 +38,6 @@ namespace {
 const std::set<std::string>& refused() {
   static const std::set<std::string> k = {"pattern",
                                           "patternProperties",
-                                          "minimum",
-                                          "maximum",
-                                          "exclusiveMinimum",
-                                          "exclusiveMaximum",
                                           "multipleOf",
                                           "not",
                                           "if",
@@ -68,16 +64,34 @@ const std::set<std::string>& refused() {
 
 // Keywords this compiler reads.
 const std::set<std::string>& understood() {
-  static const std::set<std::string> k = {"type",      "properties", "required", "additionalProperties",
-                                          "items",     "minItems",   "maxItems", "minLength",
-                                          "maxLength", "enum",       "const",    "anyOf",
-                                          "oneOf",     "allOf",      "$ref"};
+  static const std::set<std::string> k = {"type",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "items",
+                                          "minItems",
+                                          "maxItems",
+                                          "minLength",
+                                          "maxLength",
+                                          "enum",
+                                          "const",
+                                          "anyOf",
+                                          "oneOf",
+                                          "allOf",
+                                          "$ref",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum"};
   return k;
 }
 
 const char* kSupported =
     "supported: type, properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength, "
-    "enum, const, anyOf, oneOf, allOf of one schema, $ref";
+    "minimum, maximum, exclusiveMinimum, exclusiveMaximum (integers), enum, const, anyOf, oneOf, allOf of one "
+    "schema, $ref";
+
+const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
 
 bool type_matches(const json& v, const std::string& t) {
   if (t == "object") return v.is_object();
@@ -153,6 +167,9 @@ class SchemaCompiler {
       }
     }
 
+    for (const char* k : kBounds)
+      if (s.contains(k) && (types != std::vector<std::string>{"integer"} || s.contains("enum") || s.contains("const")))
+        return fail(at, std::string("'") + k + "' is supported only with \"type\": \"integer\" (and no enum or const)");
     if (s.contains("enum") || s.contains("const")) return literal(s, types, at);
 
     if (types.empty()) {  // inferred from the keywords, as schema writers often leave it out
@@ -187,6 +204,24 @@ class SchemaCompiler {
   SchemaNode* add(const std::string& at) {
     if (out_.nodes_.size() >= static_cast<size_t>(JsonSchema::kMaxNodes)) return nullptr;
     return &out_.nodes_.emplace_back();
+  }
+
+  // An integer's bounds, inclusive: exclusive ones and fractions rounded
+  // inward, all clamped to the 16 digits a schema number may have.
+  Result<const SchemaNode*> bounds(const json& s, SchemaNode* n, const std::string& at) const {
+    constexpr double kLimit = 1e16;
+    for (const char* k : kBounds) {
+      if (!s.contains(k)) continue;
+      if (!s[k].is_number()) return fail(at, std::string("'") + k + "' must be a number");
+      const double v = std::clamp(s[k].get<double>(), -kLimit, kLimit);
+      const std::string key = k;
+      if (key == "minimum") n->min_int = std::max(n->min_int, static_cast<int64_t>(std::ceil(v)));
+      if (key == "exclusiveMinimum") n->min_int = std::max(n->min_int, static_cast<int64_t>(std::floor(v)) + 1);
+      if (key == "maximum") n->max_int = std::min(n->max_int, static_cast<int64_t>(std::floor(v)));
+      if (key == "exclusiveMaximum") n->max_int = std::min(n->max_int, static_cast<int64_t>(std::ceil(v)) - 1);
+    }
+    if (n->min_int > n->max_int) return fail(at, "no integer is within its minimum and maximum");
+    return n;
   }
 
   // minItems / maxItems / minLength / maxLength, `absent` if not given.
@@ -231,6 +266,7 @@ class SchemaCompiler {
     if (type == "number" || type == "integer") {
       n->kind = type == "number" ? SchemaNode::Kind::Number : SchemaNode::Kind::Integer;
       n->bounded_digits = true;
+      if (type == "integer") return bounds(s, n, at);
       return n;
     }
     if (type == "string") {

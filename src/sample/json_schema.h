@@ -4,12 +4,13 @@
 // (json_grammar.h). The subset is what structured-output clients send
 // (OpenAI strict schemas, pydantic's model_json_schema()): type (one or a
 // list), properties, required, additionalProperties, items, minItems,
-// maxItems, minLength, maxLength, enum, const, anyOf, oneOf (read as anyOf:
+// maxItems, minLength, maxLength, minimum / maximum / exclusiveMinimum /
+// exclusiveMaximum on integers, enum, const, anyOf, oneOf (read as anyOf:
 // exclusivity is not checked), allOf of one schema, $ref into $defs /
 // definitions / the root (recursion allowed). Annotations (title,
 // description, default, examples, format, ...) are ignored, as JSON Schema
 // 2020-12 treats `format` by default. Constraint keywords outside the subset
-// (pattern, minimum, not, uniqueItems, ...) are errors, never ignored: a
+// (pattern, bounds on non-integers, not, uniqueItems, ...) are errors, never ignored: a
 // client must not trust output that a constraint it sent did not shape.
 //
 // As llama.cpp's schema grammars do, an object schema with "properties" and
@@ -52,6 +53,9 @@ struct SchemaNode {
   uint32_t min_items = 0, max_items = std::numeric_limits<uint32_t>::max();
   uint32_t min_length = 0, max_length = std::numeric_limits<uint32_t>::max();
   bool bounded_digits = false;
+  // Integer: minimum / maximum (exclusiveMinimum / exclusiveMaximum made
+  // inclusive), within the 16 digits a schema number has.
+  int64_t min_int = std::numeric_limits<int64_t>::min(), max_int = std::numeric_limits<int64_t>::max();
   std::vector<std::string> texts;  // compact JSON texts, distinct
   std::vector<const SchemaNode*> alternatives;
 };

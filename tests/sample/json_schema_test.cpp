@@ -59,7 +59,16 @@ bool valid(const json& v, const json& s, const json& root);
 bool valid_typed(const json& v, const std::string& t, const json& s, const json& root) {
   if (t == "null") return v.is_null();
   if (t == "boolean") return v.is_boolean();
-  if (t == "integer") return v.is_number_integer() && digits_ok(v);
+  if (t == "integer") {
+    if (!v.is_number_integer() || !digits_ok(v)) return false;
+    // Bounds as JSON Schema reads them (on the exact value, not rounded).
+    const double x = v.get<double>();
+    if (s.contains("minimum") && !(x >= s["minimum"].get<double>())) return false;
+    if (s.contains("maximum") && !(x <= s["maximum"].get<double>())) return false;
+    if (s.contains("exclusiveMinimum") && !(x > s["exclusiveMinimum"].get<double>())) return false;
+    if (s.contains("exclusiveMaximum") && !(x < s["exclusiveMaximum"].get<double>())) return false;
+    return true;
+  }
   if (t == "number") return v.is_number() && digits_ok(v);
   if (t == "string") {
     if (!v.is_string()) return false;
@@ -114,8 +123,10 @@ bool valid(const json& v, const json& s, const json& root) {
   };
   if (s.contains("enum") || s.contains("const")) {
     const json values = s.contains("const") ? json::array({s["const"]}) : s["enum"];
+    // By text, as documented: 12.0 is not the enum's 12 here (JSON Schema
+    // would take it; the recognizer matches the values' compact texts).
     for (const json& e : values)
-      if (e == v && of_type(e)) return true;
+      if (e.dump() == v.dump() && of_type(e)) return true;
     return false;
   }
   if (types.empty()) {
@@ -146,8 +157,27 @@ json random_schema(std::mt19937& rng, int depth) {
       if (rng() % 2) s["maxLength"] = 2 + rng() % 4;
       return s;
     }
-    case 1:
-      return {{"type", "integer"}};
+    case 1: {
+      json s = {{"type", "integer"}};
+      const int64_t lo = static_cast<int64_t>(rng() % 400) - 200;
+      switch (rng() % 5) {
+        case 0:
+          s["minimum"] = lo;
+          break;
+        case 1:
+          s["maximum"] = lo;
+          break;
+        case 2:
+          s["minimum"] = lo, s["maximum"] = lo + static_cast<int64_t>(rng() % 300);
+          break;
+        case 3:
+          s["exclusiveMinimum"] = lo - 0.5, s["exclusiveMaximum"] = lo + 20;
+          break;
+        default:
+          break;
+      }
+      return s;
+    }
     case 2:
       return {{"type", "number"}, {"description", "ignored"}};
     case 3:
@@ -239,7 +269,8 @@ json random_value(std::mt19937& rng, const json& s, const json& root, int depth)
     t = s["type"].is_string() ? s["type"].get<std::string>() : s["type"][rng() % s["type"].size()].get<std::string>();
   if (t == "null") return nullptr;
   if (t == "boolean") return rng() % 2 == 0;
-  if (t == "integer") return static_cast<int64_t>(rng() % 200000) - 100000;
+  if (t == "integer")  // near the random schemas' bounds often, far from them sometimes
+    return rng() % 2 ? static_cast<int64_t>(rng() % 600) - 300 : static_cast<int64_t>(rng() % 200000) - 100000;
   if (t == "number")
     return rng() % 2 ? json(static_cast<int64_t>(rng() % 100)) : json((static_cast<double>(rng() % 1000) - 500) / 4);
   if (t == "string") return random_text(rng, "ab \"\\");
@@ -437,10 +468,36 @@ TEST(JsonSchema, StringsAreValidUtf8AndLengthsCountCharacters) {
   EXPECT_FALSE(any.feed("{\"\xc3\":1}"));  // keys too
 }
 
+TEST(JsonSchema, IntegerBoundsHoldWhileDigitsAreWritten) {
+  const auto two_digits = compiled({{"type", "integer"}, {"minimum", 10}, {"maximum", 99}});
+  JsonGrammar g(two_digits);
+  EXPECT_TRUE(g.feed("5"));  // 50-59 are still ahead
+  EXPECT_FALSE(g.can_end());
+  for (const char* bad : {"0", "-", "100", "9 ", "1e1"}) EXPECT_FALSE(accepts(two_digits, bad)) << bad;
+  for (const char* good : {"10", "99", "42"}) EXPECT_TRUE(accepts(two_digits, good)) << good;
+  const auto around_zero = compiled({{"type", "integer"}, {"exclusiveMinimum", -1}, {"maximum", 0.5}});
+  for (const char* good : {"0", "-0"}) EXPECT_TRUE(accepts(around_zero, good)) << good;
+  for (const char* bad : {"-1", "1", "-01"}) EXPECT_FALSE(accepts(around_zero, bad)) << bad;
+  // In an object: the number ends where its bounds allow it to.
+  const auto obj = compiled({{"type", "object"},
+                             {"properties", {{"n", {{"type", "integer"}, {"minimum", 1}, {"maximum", 3}}}}},
+                             {"required", {"n"}}});
+  EXPECT_TRUE(accepts(obj, "{\"n\": 3}"));
+  EXPECT_FALSE(accepts(obj, "{\"n\": 4}"));
+  EXPECT_FALSE(accepts(obj, "{\"n\": 0}"));
+  JsonGrammar o(obj);
+  EXPECT_TRUE(o.feed("{\"n\": 2"));
+  EXPECT_FALSE(o.feed("0"));  // 20 is past the maximum
+}
+
 TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
   const json bad[] = {
       {{"type", "string"}, {"pattern", "^a"}},
-      {{"type", "object"}, {"properties", {{"age", {{"type", "integer"}, {"minimum", 0}}}}}},
+      {{"type", "object"}, {"properties", {{"age", {{"type", "number"}, {"minimum", 0}}}}}},
+      {{"minimum", 0}},
+      {{"type", "integer"}, {"minimum", 5}, {"maximum", 2}},
+      {{"type", "integer"}, {"enum", {1, 2}}, {"maximum", 2}},
+      {{"type", "integer"}, {"maximum", "ten"}},
       {{"type", "strin"}},
       {{"type", json::array()}},
       {{"enum", json::array()}},

@@ -651,7 +651,7 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
   // What the server cannot honour, before any work.
   int status = 0;
   json bad = person;
-  bad["properties"]["age"]["minimum"] = 0;
+  bad["properties"]["age"]["multipleOf"] = 2;
   const json refused = test::post(
       c, "/v1/completions",
       {{"prompt", "x"}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", bad}}}}}}, &status);
