@@ -121,6 +121,44 @@ std::string refuse_unsupported(const json& j, bool chat) {
   return "";
 }
 
+enum class ShapeKind { Schema, Grammar, Choice, Regex };
+struct ShapeWay {  // a field that gives the answer's shape
+  std::string name;
+  ShapeKind kind;
+  const json* value;
+};
+
+// A grammar, choice list or regex, as the GBNF grammar the matcher runs.
+std::string compile_grammar(const ShapeWay& way, std::shared_ptr<const Gbnf>& grammar) {
+  Result<std::shared_ptr<const Gbnf>> g = make_error("");
+  if (way.kind == ShapeKind::Choice) {
+    const json& c = *way.value;
+    const std::string kList =
+        "'" + way.name + "' must be a non-empty array of strings (at most " + std::to_string(kMaxChoicesListed) + ")";
+    if (!c.is_array() || c.empty() || c.size() > kMaxChoicesListed) return kList;
+    std::vector<std::string> choices;
+    for (const auto& e : c) {
+      if (!e.is_string()) return kList;
+      choices.push_back(e.get<std::string>());
+    }
+    g = Gbnf::choice(choices);
+  } else {
+    const bool regex = way.kind == ShapeKind::Regex;
+    if (!way.value->is_string())
+      return "'" + way.name + "' must be a string (" + (regex ? "a regular expression" : "a GBNF grammar") + ")";
+    std::string text = way.value->get<std::string>();
+    if (regex) {
+      auto r = regex_to_gbnf(text);
+      if (!r.ok()) return "'" + way.name + "': " + r.error().message;
+      text = r.value();
+    }
+    g = Gbnf::parse(text);
+  }
+  if (!g.ok()) return "'" + way.name + "': " + g.error().message;
+  grammar = *g;
+  return "";
+}
+
 // The answer's shape, given one way: response_format {"type": "text"},
 // {"type": "json_object"} (llama.cpp also takes a "schema" there) or
 // OpenAI's {"type": "json_schema", "json_schema": {"name": ..., "schema":
@@ -135,36 +173,25 @@ std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchem
                                   std::shared_ptr<const Gbnf>& grammar) {
   out.reset();
   grammar.reset();
-  enum class Kind { Schema, Grammar, Choice, Regex };
-  struct Way {
-    std::string name;
-    Kind kind;
-    const json* value;
-  };
-  std::vector<Way> ways;  // where a shape is given
+  using K = ShapeKind;
+  std::vector<ShapeWay> ways;  // where a shape is given
   for (const char* k : {"json_schema", "guided_json"})
-    if (given(j, k)) ways.push_back({k, Kind::Schema, &j[k]});
+    if (given(j, k)) ways.push_back({k, K::Schema, &j[k]});
   for (const char* k : {"grammar", "guided_grammar"})  // an empty grammar is none, as in llama.cpp
     if (given(j, k) && !(j[k].is_string() && j[k].get_ref<const std::string&>().empty()))
-      ways.push_back({k, Kind::Grammar, &j[k]});
-  if (given(j, "guided_choice")) ways.push_back({"guided_choice", Kind::Choice, &j["guided_choice"]});
-  if (given(j, "guided_regex")) ways.push_back({"guided_regex", Kind::Regex, &j["guided_regex"]});
+      ways.push_back({k, K::Grammar, &j[k]});
+  if (given(j, "guided_choice")) ways.push_back({"guided_choice", K::Choice, &j["guided_choice"]});
+  if (given(j, "guided_regex")) ways.push_back({"guided_regex", K::Regex, &j["guided_regex"]});
   if (given(j, "structured_outputs")) {
     const json& so = j["structured_outputs"];
-    const char* kShape =
-        "'structured_outputs' takes one of {\"json\": ...}, {\"grammar\": ...}, {\"choice\": [...]}, {\"regex\": "
-        "...}";
-    if (!so.is_object() || so.size() != 1) return kShape;
-    if (so.contains("json"))
-      ways.push_back({"structured_outputs", Kind::Schema, &so["json"]});
-    else if (so.contains("grammar"))
-      ways.push_back({"structured_outputs", Kind::Grammar, &so["grammar"]});
-    else if (so.contains("choice"))
-      ways.push_back({"structured_outputs", Kind::Choice, &so["choice"]});
-    else if (so.contains("regex"))
-      ways.push_back({"structured_outputs", Kind::Regex, &so["regex"]});
-    else
-      return kShape;
+    const size_t before = ways.size();
+    if (so.is_object() && so.size() == 1)
+      for (const auto& [key, kind] : {std::pair{"json", K::Schema}, std::pair{"grammar", K::Grammar},
+                                      std::pair{"choice", K::Choice}, std::pair{"regex", K::Regex}})
+        if (so.contains(key)) ways.push_back({"structured_outputs", kind, &so[key]});
+    if (ways.size() == before)
+      return "'structured_outputs' takes one of {\"json\": ...}, {\"grammar\": ...}, {\"choice\": [...]}, "
+             "{\"regex\": ...}";
   }
   const json* format_schema = nullptr;  // response_format's own schema
   if (given(j, "response_format")) {
@@ -191,36 +218,7 @@ std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchem
   }
   if (ways.size() > 1) return "give one of '" + ways[0].name + "' and '" + ways[1].name + "'";
   if (!format_schema && ways.empty()) return "";
-  if (!format_schema && (ways[0].kind == Kind::Grammar || ways[0].kind == Kind::Regex)) {
-    const bool regex = ways[0].kind == Kind::Regex;
-    if (!ways[0].value->is_string())
-      return "'" + ways[0].name + "' must be a string (" + (regex ? "a regular expression" : "a GBNF grammar") + ")";
-    std::string text = ways[0].value->get<std::string>();
-    if (regex) {
-      auto r = regex_to_gbnf(text);
-      if (!r.ok()) return "'" + ways[0].name + "': " + r.error().message;
-      text = r.value();
-    }
-    auto g = Gbnf::parse(text);
-    if (!g.ok()) return "'" + ways[0].name + "': " + g.error().message;
-    grammar = *g;
-    return "";
-  }
-  if (!format_schema && ways[0].kind == Kind::Choice) {
-    const json& c = *ways[0].value;
-    const std::string kList = "'" + ways[0].name + "' must be a non-empty array of strings";
-    if (!c.is_array() || c.empty() || c.size() > kMaxChoicesListed)
-      return kList + " (at most " + std::to_string(kMaxChoicesListed) + ")";
-    std::vector<std::string> choices;
-    for (const auto& e : c) {
-      if (!e.is_string()) return kList;
-      choices.push_back(e.get<std::string>());
-    }
-    auto g = Gbnf::choice(choices);
-    if (!g.ok()) return "'" + ways[0].name + "': " + g.error().message;
-    grammar = *g;
-    return "";
-  }
+  if (!format_schema && ways[0].kind != K::Schema) return compile_grammar(ways[0], grammar);
   json schema = format_schema ? *format_schema : *ways[0].value;
   if (!format_schema && schema.is_string()) {
     schema = json::parse(schema.get<std::string>(), nullptr, false);
