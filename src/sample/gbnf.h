@@ -13,9 +13,12 @@
 // rules as llama.cpp does (x{2,4} -> x x x'; x' ::= x x'' | ...).
 //
 // Refused with a message naming the place, never loaded half way: token
-// references (<...>, !<...>), left recursion (the matcher could not
-// terminate), undefined or redefined rules, a missing root, and grammars
-// past the caps below (a request's grammar runs on the scheduling thread).
+// references (<...>, !<...>), left recursion that would grow the parse
+// stack without reading (`x ::= x "a"`: the matcher could not terminate;
+// a loop through rules that may be empty and end their alternatives,
+// `x ::= y x |`, is taken as llama.cpp takes it), undefined or redefined
+// rules, a missing root, and grammars past the caps below (a request's
+// grammar runs on the scheduling thread).
 #include <cstdint>
 #include <memory>
 #include <span>

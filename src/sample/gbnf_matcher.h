@@ -9,7 +9,9 @@
 // nodes are interned, so equal stacks are one pointer and the set is
 // deduplicated by comparing pointers; a rule referenced last in an
 // alternative pushes nothing (a tail call), so `x ::= [a-z] x | ""` keeps
-// one short stack however long the text. Ambiguous grammars can still open
+// one short stack however long the text; a stack met twice in one step is
+// expanded once (loops through rules that may be empty come back to it, as
+// in llama.cpp's matcher). Ambiguous grammars can still open
 // many parses: past kMaxHeads stacks, or kMaxExpansions expansion steps for
 // one character, the rest are dropped (the mask may then refuse what a
 // dropped parse would take; it never allows what no parse takes).
