@@ -87,7 +87,10 @@ await check('openai client: structured output with a JSON schema, streamed', asy
   const model = (await client.models.list()).data[0].id;
   const schema = {
     type: 'object',
-    properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' }, pet: { enum: ['cat', 'dog'] } },
+    properties: {
+      name: { type: 'string', maxLength: 12 }, age: { type: 'integer', minimum: 1, maximum: 120 },
+      pet: { enum: ['cat', 'dog'] },
+    },
     required: ['name', 'age', 'pet'], additionalProperties: false,
   };
   let closed = 0;
@@ -106,8 +109,23 @@ await check('openai client: structured output with a JSON schema, streamed', asy
     const v = JSON.parse(text);
     assert.deepEqual(Object.keys(v).sort(), ['age', 'name', 'pet'], text);
     assert.ok(typeof v.name === 'string' && Number.isInteger(v.age) && ['cat', 'dog'].includes(v.pet), text);
+    assert.ok(v.age >= 1 && v.age <= 120, text);
   }
   assert.ok(closed >= 2, `closed ${closed} of 3`);
+  // vLLM's and llama.cpp's fields ride in the body as the client sends extra ones.
+  const choice = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'Yes or no?' }], max_tokens: 10, guided_choice: ['yes', 'no'],
+  });
+  assert.ok(['yes', 'no'].includes(choice.choices[0].message.content), JSON.stringify(choice));
+  const stream = await client.completions.create({
+    model, prompt: 'Tom', max_tokens: 30, seed: 4, stream: true,
+    grammar: 'root ::= " was " ("happy" | "sad") "."',
+  });
+  let said = '';
+  for await (const chunk of stream) said += chunk.choices[0]?.text ?? '';
+  assert.ok([' was happy.', ' was sad.'].includes(said), said);
+  const regex = await client.completions.create({ model, prompt: 'On', max_tokens: 20, guided_regex: '\\d{2}:\\d{2}' });
+  assert.match(regex.choices[0].text, /^\d{2}:\d{2}$/);
   await assert.rejects(client.chat.completions.create({
     model, messages: [{ role: 'user', content: 'hi' }],
     response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } },
