@@ -25,7 +25,7 @@ secs="${FUZZ_SECONDS:-60}"
 seed="${FUZZ_SEED:-1}"
 shared="${SINKSTREAM_SHARED:-$(cd .. && pwd)/shared}"
 out="${FUZZ_OUT:-build/asan/fuzz-out}"
-targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body stream_text session gguf_forward)
+targets=(gguf safetensors llama2c tokenizer_json tokenizer_codec http_body stream_text session gguf_forward grammar)
 configure_preset asan
 cmake --build --preset asan -j"$(nproc)" --target "${targets[@]/#/fuzz_}"
 rm -rf "$out" && mkdir -p "$out"
@@ -53,7 +53,7 @@ done
 # where bugs are hunted).
 declare -A runs=([gguf]=45000 [safetensors]=100000 [llama2c]=90000 [tokenizer_json]=14000
                  [tokenizer_codec]=34000 [http_body]=700000 [stream_text]=370000 [session]=120000
-                 [gguf_forward]=3000)
+                 [gguf_forward]=3000 [grammar]=30000)
 norand=(setarch "$(uname -m)" -R)
 "${norand[@]}" true 2>/dev/null || norand=()
 # One target: its result line in $out/$t.result (FAILED there fails the run).

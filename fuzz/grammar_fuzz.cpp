@@ -1,0 +1,55 @@
+// GBNF grammars and regexes as a client sends them (server "grammar",
+// "guided_regex"): parsed, then, if accepted, a matcher fed the input's
+// tail byte by byte and masked over a small vocabulary at each step. The
+// mask must never allow a token that feeding then refuses (caps aside, which
+// the matcher reports), and complete() must imply can_end().
+// Input: a mode byte (bit 0: a regex), the text, a 0 byte, the bytes to feed.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "sample/gbnf.h"
+#include "sample/gbnf_matcher.h"
+#include "sample/regex_to_gbnf.h"
+#include "sample/token_trie.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const std::string all(reinterpret_cast<const char*>(data + 1), size - 1);
+  const size_t cut = all.find('\0');
+  std::string text = all.substr(0, cut);
+  const std::string feed = cut == std::string::npos ? std::string() : all.substr(cut + 1);
+  if (data[0] & 1) {
+    auto g = ss::regex_to_gbnf(text);
+    if (!g.ok()) return 0;
+    text = g.value();
+  }
+  auto g = ss::Gbnf::parse(text);
+  if (!g.ok()) return 0;
+  static const std::vector<std::string> vocab = {"",         "a", "b",   "ab", " ", "\n",   "\"",
+                                                 "{",        "}", "0",   "12", "x", "\xC3", "\xA9",
+                                                 "\xC3\xA9", "-", "abc", ".",  "(", ")",    "\xE4\xB8\xAD"};
+  static const ss::TokenTrie trie(vocab);
+  ss::GbnfMatcher m(*g);
+  std::vector<float> logits(vocab.size());
+  std::string fed;  // what m has taken
+  for (size_t i = 0; i < feed.size() && i < 48; ++i) {
+    std::fill(logits.begin(), logits.end(), 0.0f);
+    const size_t allowed = m.mask(trie, logits, {});
+    if (allowed > vocab.size()) std::abort();
+    if (!m.dropped_parses() && !m.mask_was_cut())
+      for (size_t id = 1; id < vocab.size(); ++id) {
+        if (logits[id] != 0.0f) continue;  // allowed: feeding it must work
+        ss::GbnfMatcher probe(*g);
+        if (!probe.feed(fed) || probe.dropped_parses()) break;
+        if (!probe.feed(vocab[id]) && !probe.dropped_parses()) std::abort();
+      }
+    const std::string& alt = vocab[static_cast<unsigned char>(feed[i]) % vocab.size()];
+    if (m.feed(feed.substr(i, 1)))
+      fed += feed[i];
+    else if (m.feed(alt))
+      fed += alt;
+    if (m.complete() && !m.can_end()) std::abort();
+  }
+  return 0;
+}
