@@ -40,7 +40,8 @@ double since(std::chrono::steady_clock::time_point t) {
 class ChatSession {
  public:
   ChatSession(std::shared_ptr<const Model> model, const EngineOptions& eo, const KvPolicy& policy,
-              const SamplingParams& sp, ChatFamily family, ChatTemplateDefaults defaults, std::string system)
+              const SamplingParams& sp, ChatFamily family, ChatTemplateDefaults defaults, std::string system,
+              ShapeFlags::Loaded shape)
       : model_(std::move(model)),
         engine_(model_, eo),
         policy_(policy),
@@ -49,7 +50,10 @@ class ChatSession {
         sampler_(sp),
         family_(family),
         defaults_(std::move(defaults)),
-        system_(std::move(system)) {}
+        system_(std::move(system)),
+        shape_(std::move(shape)) {
+    if (shape_.any()) constraint_vocab_ = constraint_vocab(*model_, tok_);
+  }
 
   Status start() { return reset(); }
 
@@ -100,8 +104,22 @@ class ChatSession {
     g_stop.store(false);
     g_generating.store(true);
     Status st = ok_status();
+    // -j / --grammar: each answer alone has the shape, and ends when it is whole.
+    std::optional<Constraint> shape;
+    if (shape_.any()) shape.emplace(shape_.schema, shape_.grammar);
     while (true) {
-      const int32_t next = sampler_.sample(logits_[0], recent());
+      int32_t next = -1;
+      if (shape) {
+        masked_.assign(logits_[0].begin(), logits_[0].end());
+        const size_t allowed = shape->mask(*constraint_vocab_, masked_, true);
+        next = sample_and_feed(
+            *shape, *constraint_vocab_, masked_, allowed,
+            [&](std::span<const float> l) { return sampler_.sample(l, recent()); },
+            [&](int32_t t) { return model_->vocab.is_eog(t); });
+        if (next < 0) break;  // nothing may come next: the answer so far is all there is
+      } else {
+        next = sampler_.sample(logits_[0], recent());
+      }
       // Not fed now: the next turn starts with it, so the transcript the
       // cache saw is exactly what was said.
       if (model_->vocab.is_eog(next)) {
@@ -112,7 +130,7 @@ class ChatSession {
       std::fflush(out);
       ++n;
       push_history(next);
-      if ((n_predict >= 0 && n >= n_predict) || g_stop.load()) {
+      if ((n_predict >= 0 && n >= n_predict) || g_stop.load() || (shape && shape->complete())) {
         pending_ = {next};
         break;
       }
@@ -214,6 +232,9 @@ class ChatSession {
   SeqId seq_ = -1;
   std::vector<int32_t> pending_, history_;
   std::vector<std::vector<float>> logits_;
+  ShapeFlags::Loaded shape_;
+  std::unique_ptr<ConstraintVocab> constraint_vocab_;
+  std::vector<float> masked_;
   int64_t turns_ = 0, tokens_in_ = 0, tokens_out_ = 0;
   int64_t prefill_tokens_ = 0, decode_tokens_ = 0;
   double prefill_s_ = 0, decode_s_ = 0, last_decode_rate_ = 0;
@@ -253,6 +274,7 @@ ChatCommand::ChatCommand(CLI::App& app) {
   add_sampling_flags(sub_, sampling_);
   sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
   sub_.flag("--no-status", no_status_, "no status line after each answer (terminal only)");
+  shape_.add(sub_, "each answer");
   sub_.footer(std::string("Commands:\n") + kHelp);
 }
 
@@ -263,6 +285,8 @@ int ChatCommand::run() {
     system_ = text.value();
   }
   const bool tty = isatty(STDIN_FILENO) == 1;
+  auto shape = shape_.load();
+  if (!shape.ok()) return fail(shape.error().message);
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
@@ -282,8 +306,10 @@ int ChatCommand::run() {
   EngineOptions eo = eo_r.value();
   size_kv_pools(eo, model->config, mode.policy, 4 * model->config.trained_context);
   if (kv_blocks_ > 0) eo.kv_blocks = kv_blocks_;
+  if (family == ChatFamily::GptOss && shape.value().any())
+    return fail("-j / --grammar cannot shape gpt-oss's Harmony answers (reasoning and channel markers come first)");
   ChatSession chat(model, eo, mode.policy, sampling_, family, chat_template_defaults(model->vocab.chat_template),
-                   system_);
+                   system_, shape.value());
   if (auto st = chat.start(); !st.ok()) return fail(st.error().message);
   std::signal(SIGINT, on_sigint);
   if (tty)

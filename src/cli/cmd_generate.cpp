@@ -2,14 +2,13 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "cli/commands.h"
+#include "cli/shape_flags.h"
 #include "model/tokenizer.h"
 #include "runtime/engine.h"
 #include "runtime/scoring.h"
-#include "sample/constraint.h"
 #include "util/check.h"
 #include "util/mapped_file.h"
 
@@ -53,39 +52,8 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   sub_.flag("--ids", ids_, "print generated token ids, one per line, instead of text");
   sub_.flag("--ignore-eos", ignore_eos_, "keep generating past end-of-sequence");
   sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
-  auto j = sub_.add("-j,--json-schema", json_schema_,
-                    "constrain the answer to JSON this schema accepts ('{}': any JSON value); it ends when the value "
-                    "closes (the server's structured output; README)");
-  auto jf = sub_.add("--jf,--json-schema-file", json_schema_file_, "read the JSON schema from a file").excludes(j);
-  auto g = sub_.add("--grammar", grammar_,
-                    "constrain the answer to a GBNF grammar (llama.cpp's format; README); it ends when nothing more "
-                    "may follow");
-  g.excludes(j).excludes(jf);
-  sub_.add("--grammar-file", grammar_file_, "read the GBNF grammar from a file").excludes(j).excludes(jf).excludes(g);
+  shape_.add(sub_, "the answer");
 }
-
-namespace {
-// The schema of -j / -jf, compiled; null when neither was given.
-Result<std::shared_ptr<const JsonSchema>> load_schema(const std::string& text, const std::string& file) {
-  std::string src = text;
-  if (!file.empty()) {
-    SS_ASSIGN_OR_RETURN(src, read_text_file(file));
-  }
-  if (src.empty()) return std::shared_ptr<const JsonSchema>();
-  const nlohmann::json j = nlohmann::json::parse(src, nullptr, false);
-  if (j.is_discarded()) return make_error("the JSON schema is not JSON");
-  return JsonSchema::compile(j);
-}
-// The grammar of --grammar / --grammar-file, parsed; null when neither was given.
-Result<std::shared_ptr<const Gbnf>> load_grammar(const std::string& text, const std::string& file) {
-  std::string src = text;
-  if (!file.empty()) {
-    SS_ASSIGN_OR_RETURN(src, read_text_file(file));
-  }
-  if (src.empty()) return std::shared_ptr<const Gbnf>();
-  return Gbnf::parse(src);
-}
-}  // namespace
 
 int GenerateCommand::run() {
   if (!prompt_file_.empty()) {
@@ -93,10 +61,9 @@ int GenerateCommand::run() {
     if (!text.ok()) return fail(text.error().message);
     prompt_ = text.value();
   }
-  auto schema = load_schema(json_schema_, json_schema_file_);
-  if (!schema.ok()) return fail(schema.error().message);
-  auto grammar = load_grammar(grammar_, grammar_file_);
-  if (!grammar.ok()) return fail(grammar.error().message);
+  auto loaded = shape_.load();
+  if (!loaded.ok()) return fail(loaded.error().message);
+  const ShapeFlags::Loaded& wanted = loaded.value();
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
@@ -122,11 +89,9 @@ int GenerateCommand::run() {
   std::optional<Constraint> shape;  // -j / --grammar: the answer so far
   std::unique_ptr<ConstraintVocab> vocab;
   std::vector<float> masked;
-  if (schema.value() || grammar.value()) {
-    shape.emplace(schema.value(), grammar.value());
-    std::vector<std::string> token_bytes;
-    for (int32_t id = 0; id < model->config.n_vocab; ++id) token_bytes.push_back(tok.token_bytes(id));
-    vocab = std::make_unique<ConstraintVocab>(std::move(token_bytes), model->vocab.eog_ids());
+  if (wanted.any()) {
+    shape.emplace(wanted.schema, wanted.grammar);
+    vocab = constraint_vocab(*model, tok);
   }
 
   std::signal(SIGINT, on_sigint);

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "cli/common.h"
+#include "cli/shape_flags.h"
 #include "sample/sampler.h"
 
 namespace ss::cli {
@@ -18,8 +19,7 @@ class GenerateCommand {
   PolicyFlags policy_;
   SamplingParams sampling_;
   std::string prompt_, prompt_file_;
-  std::string json_schema_, json_schema_file_;  // structured output (llama.cpp's -j / -jf)
-  std::string grammar_, grammar_file_;          // GBNF (llama.cpp's --grammar / --grammar-file)
+  ShapeFlags shape_;  // -j / --grammar
   long long n_new_ = -1;
   bool ids_ = false;
   bool ignore_eos_ = false;
@@ -154,6 +154,7 @@ class ChatCommand {
   PolicyFlags policy_;
   SamplingParams sampling_;
   std::string system_, system_file_, chat_template_;
+  ShapeFlags shape_;  // -j / --grammar: each answer's shape
   long long n_predict_ = 512;
   int kv_blocks_ = 0;
   bool no_status_ = false;

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "cli_run.h"
 #include "test_paths.h"
@@ -38,6 +40,25 @@ TEST(Chat, PipedTurnsGiveOnlyAnswersOnStdout) {
   auto plain = chat("Once upon a time\nTom had a red ball.\nThe sun was hot.\n", "");
   EXPECT_EQ(r.out, plain.out);
   EXPECT_GT(r.out.size(), 30u);
+}
+
+TEST(Chat, GrammarShapesEachAnswer) {
+  auto r =
+      chat("Who is Lily?\nAnd Tom?\nWhat now?\n", "--grammar 'root ::= (\"Yes\" | \"No\") \", \" [a-z]{1,12} \".\"'");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::regex shape("(Yes|No), [a-z]{1,12}\\.");
+  std::istringstream lines(r.out);
+  std::string line;
+  int answers = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    ++answers;
+    EXPECT_TRUE(std::regex_match(line, shape)) << "'" << line << "' in\n" << r.out;
+  }
+  EXPECT_EQ(answers, 3) << r.out;
+  auto bad = chat("hi\n", "--grammar 'root ::= x'", true);
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("rule 'x' is used but not defined"), std::string::npos) << bad.out;
 }
 
 // The oracle for /save and /load: a conversation continued in a new process
