@@ -271,7 +271,7 @@ ChatCommand::ChatCommand(CLI::App& app) {
   sub_.add("--chat-template", chat_template_,
            std::string("force a template: ") + chat_family_names() + " (default: the model's)");
   sub_.add("-n,--n-predict", n_predict_, "most tokens per answer (-1: until the model ends its turn)").show_default();
-  add_sampling_flags(sub_, sampling_);
+  add_sampling_flags(sub_, sampling_, logit_bias_);
   sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
   sub_.flag("--no-status", no_status_, "no status line after each answer (terminal only)");
   shape_.add(sub_, "each answer");
@@ -290,6 +290,8 @@ int ChatCommand::run() {
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
+  if (auto st = apply_logit_bias(logit_bias_, model->config.n_vocab, sampling_); !st.ok())
+    return fail(st.error().message);
   if (auto st = sampling_.validate(); !st.ok()) return fail(st.error().message);
   auto pols = policy_.resolve(model->config.trained_context);
   if (!pols.ok()) return fail(pols.error().message);

@@ -48,7 +48,7 @@ GenerateCommand::GenerateCommand(CLI::App& app) {
   auto p = sub_.add("-p,--prompt", prompt_, "prompt text (default: start from BOS)");
   sub_.add("-f,--file", prompt_file_, "read the prompt from a file (llama.cpp's -f)").excludes(p);
   sub_.add("-n,--n-predict", n_new_, "new tokens to generate (default: until EOS; with --ignore-eos, for ever)");
-  add_sampling_flags(sub_, sampling_);
+  add_sampling_flags(sub_, sampling_, logit_bias_);
   sub_.flag("--ids", ids_, "print generated token ids, one per line, instead of text");
   sub_.flag("--ignore-eos", ignore_eos_, "keep generating past end-of-sequence");
   sub_.add("--kv-blocks", kv_blocks_, "KV pool size in blocks (default: what the policy needs)");
@@ -67,6 +67,8 @@ int GenerateCommand::run() {
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
+  if (auto st = apply_logit_bias(logit_bias_, model->config.n_vocab, sampling_); !st.ok())
+    return fail(st.error().message);
   if (auto st = sampling_.validate(); !st.ok()) return fail(st.error().message);
   auto pols = policy_.resolve(model->config.trained_context);
   if (!pols.ok()) return fail(pols.error().message);

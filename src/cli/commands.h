@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "cli/shape_flags.h"
@@ -18,6 +19,7 @@ class GenerateCommand {
   ModelFlags model_;
   PolicyFlags policy_;
   SamplingParams sampling_;
+  std::vector<std::string> logit_bias_;  // -l specs, applied once the vocabulary is known
   std::string prompt_, prompt_file_;
   ShapeFlags shape_;  // -j / --grammar
   long long n_new_ = -1;
@@ -153,6 +155,7 @@ class ChatCommand {
   ModelFlags model_;
   PolicyFlags policy_;
   SamplingParams sampling_;
+  std::vector<std::string> logit_bias_;  // -l specs, applied once the vocabulary is known
   std::string system_, system_file_, chat_template_;
   ShapeFlags shape_;  // -j / --grammar: each answer's shape
   long long n_predict_ = 512;

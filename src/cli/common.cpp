@@ -1,7 +1,10 @@
 #include "cli/common.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "model/story_text.h"
 #include "ops/kernel_report.h"
@@ -137,7 +140,9 @@ std::string version_string() {
   return std::string("sinkstream ") + SS_VERSION + " (" + compiler + ", " + SS_BUILD_TYPE + ")";
 }
 
-void add_sampling_flags(Flags& app, SamplingParams& s) {
+void add_sampling_flags(Flags& app, SamplingParams& s, std::vector<std::string>& logit_bias) {
+  app.add("-l,--logit-bias", logit_bias,
+          "TOKEN_ID(+/-)BIAS added to that token's logit, e.g. 15043+1, 15043-inf (never it); repeatable");
   app.add("--temp", s.temperature, "temperature (0 = greedy)").show_default();
   app.add("--top-k", s.top_k, "top-k (0 = off)").show_default();
   app.add("--top-p", s.top_p, "top-p (1 = off)").show_default();
@@ -149,6 +154,35 @@ void add_sampling_flags(Flags& app, SamplingParams& s) {
   app.add("--presence-penalty", s.presence_penalty, "subtracted once from tokens in the last repeat-last-n")
       .show_default();
   app.add("--seed", s.seed, "random seed").show_default();
+}
+
+Status apply_logit_bias(const std::vector<std::string>& specs, int32_t n_vocab, SamplingParams& s) {
+  for (const std::string& spec : specs) {
+    const size_t sign = spec.find_first_of("+-", 1);
+    const auto bad = [&](const std::string& why) {
+      return make_error("--logit-bias '" + spec + "': " + why + " (TOKEN_ID(+/-)BIAS, e.g. 15043+1 or 15043-inf)");
+    };
+    if (sign == std::string::npos || sign == 0) return bad("no sign between the token id and the bias");
+    int64_t id = -1;
+    const std::string id_text = spec.substr(0, sign);
+    auto [end, ec] = std::from_chars(id_text.data(), id_text.data() + id_text.size(), id);
+    if (ec != std::errc() || end != id_text.data() + id_text.size()) return bad("the token id is not a number");
+    if (id < 0 || id >= n_vocab) return bad("token id out of range [0, " + std::to_string(n_vocab) + ")");
+    const std::string value = spec.substr(sign + 1);
+    float bias = 0;
+    if (value == "inf") {
+      if (spec[sign] == '+') return bad("+inf would force the token: give a large finite bias");
+      bias = -std::numeric_limits<float>::max();  // finite (the sampler takes only those), and never sampled
+    } else {
+      char* stop = nullptr;
+      bias = std::strtof(value.c_str(), &stop);
+      if (value.empty() || stop != value.c_str() + value.size() || !std::isfinite(bias))
+        return bad("the bias is not a number");
+      if (spec[sign] == '-') bias = -bias;
+    }
+    s.logit_bias.emplace_back(static_cast<int32_t>(id), bias);
+  }
+  return ok_status();
 }
 
 std::string format_rate(double v) {

@@ -54,8 +54,12 @@ struct PolicyFlags {
 // type this model's rows cannot hold.
 Result<EngineOptions> engine_options(const ModelFlags& m, const PolicyFlags& p, const ModelConfig& c);
 
-// --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed.
-void add_sampling_flags(Flags& app, SamplingParams& s);
+// --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed,
+// and llama.cpp's -l/--logit-bias TOKEN_ID(+/-)BIAS into `logit_bias`.
+void add_sampling_flags(Flags& app, SamplingParams& s, std::vector<std::string>& logit_bias);
+// The -l specs into s.logit_bias, once the vocabulary size is known:
+// "15043+1", "15043-0.5", "15043-inf" (never that token). Errors name the spec.
+Status apply_logit_bias(const std::vector<std::string>& specs, int32_t n_vocab, SamplingParams& s);
 
 std::string format_rate(double per_second);
 

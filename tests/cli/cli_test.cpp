@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <tuple>
 
 #include "cli_run.h"
@@ -110,6 +111,33 @@ TEST(Cli, GenerateGrammarConstrainsTheAnswer) {
   EXPECT_NE(bad.out.find("rule 'b' is used but not defined"), std::string::npos) << bad.out;
   auto both = run("generate -m " + model + " --grammar 'root ::= \"a\"' -j '{}'", true);
   EXPECT_NE(both.rc, 0) << both.out;
+}
+
+TEST(Cli, GenerateLogitBiasBansAndFavoursTokens) {
+  const std::string gen = "generate -m " + test::shared("models/stories260K/stories260K.gguf") + " --temp 0 -n 8 --ids";
+  auto ids = [](const std::string& out) {
+    std::vector<int> v;
+    std::istringstream in(out);
+    for (int id = 0; in >> id;) v.push_back(id);
+    return v;
+  };
+  const auto plain = run(gen);
+  ASSERT_EQ(plain.rc, 0) << plain.out;
+  const auto greedy = ids(plain.out);
+  ASSERT_EQ(greedy.size(), 8u) << plain.out;
+  // llama.cpp's spelling: TOKEN_ID-inf never samples it; +BIAS favours it.
+  const auto banned = run(gen + " -l " + std::to_string(greedy[0]) + "-inf");
+  ASSERT_EQ(banned.rc, 0) << banned.out;
+  const auto without = ids(banned.out);
+  ASSERT_EQ(without.size(), 8u) << banned.out;
+  EXPECT_EQ(std::count(without.begin(), without.end(), greedy[0]), 0) << banned.out;
+  const auto favoured = ids(run(gen + " --logit-bias 261+30 -l 300-0.5").out);
+  EXPECT_EQ(favoured, std::vector<int>(8, 261));
+  for (const std::string bad : {"abc", "5", "512+1", "5+inf", "5+x"}) {
+    auto r = run(gen + " --logit-bias=" + bad, true);
+    EXPECT_NE(r.rc, 0) << bad;
+    EXPECT_NE(r.out.find("--logit-bias '" + bad + "'"), std::string::npos) << r.out;
+  }
 }
 
 TEST(Cli, GenerateIdsFromSafetensors) {
