@@ -52,7 +52,7 @@ class ChatSession {
         defaults_(std::move(defaults)),
         system_(std::move(system)),
         shape_(std::move(shape)) {
-    if (shape_.any()) constraint_vocab_ = constraint_vocab(*model_, tok_);
+    if (shape_.any()) constraint_vocab_ = ConstraintVocab::of(*model_, tok_);
   }
 
   Status start() { return reset(); }

@@ -93,7 +93,7 @@ int GenerateCommand::run() {
   std::vector<float> masked;
   if (wanted.any()) {
     shape.emplace(wanted.schema, wanted.grammar);
-    vocab = constraint_vocab(*model, tok);
+    vocab = ConstraintVocab::of(*model, tok);
   }
 
   std::signal(SIGINT, on_sigint);

@@ -43,10 +43,4 @@ Result<ShapeFlags::Loaded> ShapeFlags::load() const {
   return out;
 }
 
-std::unique_ptr<ConstraintVocab> constraint_vocab(const Model& model, const Tokenizer& tok) {
-  std::vector<std::string> bytes;
-  for (int32_t id = 0; id < model.config.n_vocab; ++id) bytes.push_back(tok.token_bytes(id));
-  return std::make_unique<ConstraintVocab>(std::move(bytes), model.vocab.eog_ids());
-}
-
 }  // namespace ss::cli

@@ -27,7 +27,4 @@ struct ShapeFlags {
   Result<Loaded> load() const;
 };
 
-// The model's token bytes and end-of-generation tokens, as constraints read them.
-std::unique_ptr<ConstraintVocab> constraint_vocab(const Model& model, const Tokenizer& tok);
-
 }  // namespace ss::cli

@@ -7,6 +7,13 @@ namespace ss {
 ConstraintVocab::ConstraintVocab(std::vector<std::string> token_bytes, std::vector<int32_t> ends)
     : bytes_(std::move(token_bytes)), ends_(std::move(ends)) {}
 
+std::unique_ptr<ConstraintVocab> ConstraintVocab::of(const Model& model, const Tokenizer& tok) {
+  std::vector<std::string> bytes;
+  bytes.reserve(static_cast<size_t>(model.config.n_vocab));
+  for (int32_t id = 0; id < model.config.n_vocab; ++id) bytes.push_back(tok.token_bytes(id));
+  return std::make_unique<ConstraintVocab>(std::move(bytes), model.vocab.eog_ids());
+}
+
 const TokenTrie& ConstraintVocab::trie() const {
   if (!trie_) trie_ = std::make_unique<TokenTrie>(bytes_);
   return *trie_;

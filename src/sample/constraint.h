@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/model.h"
+#include "model/tokenizer.h"
 #include "sample/gbnf.h"
 #include "sample/gbnf_matcher.h"
 #include "sample/json_grammar.h"
@@ -24,9 +26,12 @@ class ConstraintVocab {
  public:
   // token_bytes[id]: the bytes token `id` adds; ends: end-of-generation ids.
   ConstraintVocab(std::vector<std::string> token_bytes, std::vector<int32_t> ends);
+  // The model's vocabulary as its tokenizer writes it, ending at its
+  // end-of-generation ids.
+  static std::unique_ptr<ConstraintVocab> of(const Model& model, const Tokenizer& tok);
   std::span<const std::string> bytes() const { return bytes_; }
   std::span<const int32_t> ends() const { return ends_; }
-  const TokenTrie& trie() const;  // made on first use (grammars only)
+  const TokenTrie& trie() const;  // made on first use (grammars only), over bytes()
 
  private:
   std::vector<std::string> bytes_;

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <unordered_map>
 
+#include "util/hex.h"
+#include "util/utf8.h"
+
 namespace ss {
 
 namespace {
@@ -106,13 +109,7 @@ class GbnfParser {
   }
 
   bool hex(int digits, uint32_t& cp) {
-    cp = 0;
-    for (int i = 0; i < digits; ++i, ++p_) {
-      const char c = at();
-      if (end() || !std::isxdigit(static_cast<unsigned char>(c)))
-        return fail("expected " + std::to_string(digits) + " hex digits");
-      cp = cp * 16 + static_cast<uint32_t>(is_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10);
-    }
+    if (!read_hex(s_, p_, digits, cp)) return fail("expected " + std::to_string(digits) + " hex digits");
     return true;
   }
 
@@ -156,28 +153,17 @@ class GbnfParser {
       if (cp > Gbnf::kMaxCodePoint) return fail_at(start, "escape past U+10FFFF");
       return true;
     }
-    // UTF-8, RFC 3629 (no overlong forms or surrogates).
-    int n = 0;
-    if (c < 0x80) {
-      cp = c;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      cp = c & 0x1F, n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      cp = c & 0x0F, n = 2;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      cp = c & 0x07, n = 3;
-    } else {
-      return fail("invalid UTF-8");
-    }
+    // UTF-8, RFC 3629 (no overlong forms, surrogates or code points past U+10FFFF).
+    const Utf8Lead lead = utf8_lead(c);
+    if (lead.follow < 0) return fail("invalid UTF-8");
+    cp = lead.bits;
     ++p_;
-    for (int i = 0; i < n; ++i, ++p_) {
+    for (int i = 0; i < lead.follow; ++i, ++p_) {
       const auto d = static_cast<unsigned char>(at());
-      if (end() || (d & 0xC0) != 0x80) return fail_at(start, "invalid UTF-8");
+      const bool in_range = i == 0 ? d >= lead.lo && d <= lead.hi : (d & 0xC0) == 0x80;
+      if (end() || !in_range) return fail_at(start, "invalid UTF-8");
       cp = (cp << 6) | (d & 0x3F);
     }
-    const uint32_t min_cp[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[n] || cp > Gbnf::kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF))
-      return fail_at(start, "invalid UTF-8");
     return true;
   }
 

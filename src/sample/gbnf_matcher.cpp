@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "util/utf8.h"
+
 namespace ss {
 
 bool GbnfMatcher::SeenSet::insert(uint64_t key) {
@@ -135,20 +137,10 @@ bool GbnfMatcher::step(const State& from, uint8_t b, State& to) {
   }
   uint32_t cp = 0;
   uint8_t left = 0, lo = 0x80, hi = 0xBF;
-  if (from.left == 0) {  // a lead byte, RFC 3629's table
-    if (b >= 0xC2 && b <= 0xDF) {
-      cp = b & 0x1Fu, left = 1;
-    } else if (b >= 0xE0 && b <= 0xEF) {
-      cp = b & 0x0Fu, left = 2;
-      if (b == 0xE0) lo = 0xA0;
-      if (b == 0xED) hi = 0x9F;
-    } else if (b >= 0xF0 && b <= 0xF4) {
-      cp = b & 0x07u, left = 3;
-      if (b == 0xF0) lo = 0x90;
-      if (b == 0xF4) hi = 0x8F;
-    } else {
-      return false;
-    }
+  if (from.left == 0) {
+    const Utf8Lead lead = utf8_lead(b);
+    if (lead.follow < 1) return false;
+    cp = lead.bits, left = static_cast<uint8_t>(lead.follow), lo = lead.lo, hi = lead.hi;
   } else {
     if (b < from.lo || b > from.hi) return false;
     cp = (from.cp << 6) | (b & 0x3Fu);

@@ -5,6 +5,9 @@
 #include <cstring>
 #include <limits>
 
+#include "util/hex.h"
+#include "util/utf8.h"
+
 namespace ss {
 
 namespace {
@@ -13,7 +16,6 @@ constexpr uint32_t kMaxSchemaDigits = 16;  // per number part, as llama.cpp's sc
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 uint64_t bit(int i) { return uint64_t{1} << i; }
 uint64_t first_bits(size_t n) { return n >= 64 ? ~uint64_t{0} : bit(static_cast<int>(n)) - 1; }
 
@@ -136,20 +138,12 @@ JsonGrammar::StrByte JsonGrammar::string_byte(Frame& t, char c) {
       }
       if (u < 0x20) return StrByte::Bad;
       if (u < 0x80) return StrByte::Char;
-      t.u8_lo = 0x80;
-      t.u8_hi = 0xBF;
-      if (u >= 0xC2 && u <= 0xDF) {
-        t.u8_left = 1;
-      } else if (u >= 0xE0 && u <= 0xEF) {
-        t.u8_left = 2;
-        if (u == 0xE0) t.u8_lo = 0xA0;  // not overlong
-        if (u == 0xED) t.u8_hi = 0x9F;  // not a surrogate
-      } else if (u >= 0xF0 && u <= 0xF4) {
-        t.u8_left = 3;
-        if (u == 0xF0) t.u8_lo = 0x90;  // not overlong
-        if (u == 0xF4) t.u8_hi = 0x8F;  // not past U+10FFFF
-      } else {
-        return StrByte::Bad;  // a continuation byte alone, C0/C1, F5-FF
+      {
+        const Utf8Lead lead = utf8_lead(u);
+        if (lead.follow < 1) return StrByte::Bad;  // a continuation byte alone, C0/C1, F5-FF
+        t.u8_left = static_cast<uint8_t>(lead.follow);
+        t.u8_lo = lead.lo;
+        t.u8_hi = lead.hi;
       }
       return StrByte::Char;
     case kEscape:
@@ -163,7 +157,7 @@ JsonGrammar::StrByte JsonGrammar::string_byte(Frame& t, char c) {
       }
       return StrByte::Bad;
     default:  // one of the four digits of \uXXXX
-      if (!is_hex(c)) return StrByte::Bad;
+      if (hex_value(c) < 0) return StrByte::Bad;
       t.str = t.str == kHex4 ? static_cast<uint8_t>(kBody) : static_cast<uint8_t>(t.str + 1);
       return StrByte::Cont;
   }

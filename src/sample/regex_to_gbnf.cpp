@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sample/gbnf.h"
+#include "util/hex.h"
 #include "util/utf8.h"
 
 namespace ss {
@@ -168,13 +169,7 @@ class RegexReader {
   }
 
   bool hex(int digits, uint32_t& cp) {
-    cp = 0;
-    for (int i = 0; i < digits; ++i, ++p_) {
-      const char h = at();
-      if (!std::isxdigit(static_cast<unsigned char>(h))) return fail("expected hex digits");
-      cp = cp * 16 +
-           static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10);
-    }
+    if (!read_hex(s_, p_, digits, cp)) return fail("expected hex digits");
     return true;
   }
 

@@ -5,7 +5,7 @@
 
 namespace ss {
 
-TokenTrie::TokenTrie(std::span<const std::string> token_bytes) : bytes_(token_bytes.begin(), token_bytes.end()) {
+TokenTrie::TokenTrie(std::span<const std::string> token_bytes) : bytes_(token_bytes) {
   std::vector<int32_t> ids(token_bytes.size());
   std::iota(ids.begin(), ids.end(), 0);
   std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {

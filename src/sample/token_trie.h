@@ -17,6 +17,7 @@ class TokenTrie {
   };
 
   // token_bytes[id]: the bytes token `id` adds to the text (empty: none).
+  // The trie reads them where they are: they must outlive it.
   explicit TokenTrie(std::span<const std::string> token_bytes);
 
   const Node& root() const { return nodes_[0]; }
@@ -36,7 +37,7 @@ class TokenTrie {
   std::vector<uint8_t> edge_byte_;  // edges sorted by byte within a node
   std::vector<uint32_t> edge_child_;
   std::vector<int32_t> tokens_;
-  std::vector<std::string> bytes_;  // by token id
+  std::span<const std::string> bytes_;  // by token id, not owned
   size_t max_depth_ = 0;
 };
 

@@ -270,11 +270,7 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
   a.sampler.emplace(req->sampling);
   if (req->json_schema || req->grammar) {
     a.shape.emplace(req->json_schema, req->grammar);
-    if (!constraint_vocab_) {
-      std::vector<std::string> bytes;
-      for (int32_t id = 0; id < model_->config.n_vocab; ++id) bytes.push_back(tokenizer_.token_bytes(id));
-      constraint_vocab_ = std::make_unique<ConstraintVocab>(std::move(bytes), model_->vocab.eog_ids());
-    }
+    if (!constraint_vocab_) constraint_vocab_ = ConstraintVocab::of(*model_, tokenizer_);
   }
   a.detok.emplace(tokenizer_, req->answer_starts_text);
   a.out.emplace(req->stop);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 namespace ss {
 namespace {
 
@@ -37,6 +40,36 @@ TEST(Utf8, RoundTripsCodePoints) {
     size_t i = 0;
     EXPECT_EQ(utf8_next(s, i), cp);
     EXPECT_EQ(i, s.size());
+  }
+}
+
+// The lead table against the encoder: a (lead, next byte) pair is allowed
+// exactly when some scalar value's encoding starts with it.
+TEST(Utf8, LeadTableMatchesEveryEncodedCodePoint) {
+  std::set<std::pair<int, int>> starts;  // (lead, second byte or -1)
+  std::map<int, int> follow;             // lead -> bytes after it
+  for (uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+    std::string s;
+    utf8_append(s, cp);
+    const int lead = static_cast<unsigned char>(s[0]);
+    starts.insert({lead, s.size() > 1 ? static_cast<unsigned char>(s[1]) : -1});
+    follow[lead] = static_cast<int>(s.size()) - 1;
+    const Utf8Lead l = utf8_lead(static_cast<unsigned char>(lead));
+    uint32_t decoded = l.bits;
+    for (size_t k = 1; k < s.size(); ++k) decoded = (decoded << 6) | (static_cast<unsigned char>(s[k]) & 0x3Fu);
+    ASSERT_EQ(decoded, cp);
+  }
+  for (int lead = 0; lead < 256; ++lead) {
+    const Utf8Lead l = utf8_lead(static_cast<unsigned char>(lead));
+    const auto f = follow.find(lead);
+    if (f == follow.end()) {
+      EXPECT_EQ(l.follow, -1) << lead;
+      continue;
+    }
+    EXPECT_EQ(l.follow, f->second) << lead;
+    if (l.follow == 0) continue;
+    for (int b = 0; b < 256; ++b) EXPECT_EQ(b >= l.lo && b <= l.hi, starts.count({lead, b}) == 1) << lead << " " << b;
   }
 }
 
