@@ -3,15 +3,52 @@
 // tail byte by byte and masked over a small vocabulary at each step. The
 // mask must never allow a token that feeding then refuses (caps aside, which
 // the matcher reports), and complete() must imply can_end().
+// Mode bit 1 reads the text as a JSON schema's "pattern" instead (with a
+// maxLength from the mode's high bits): the string's recognizer must allow
+// exactly the tokens that feed.
 // Input: a mode byte (bit 0: a regex), the text, a 0 byte, the bytes to feed.
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "sample/gbnf.h"
 #include "sample/gbnf_matcher.h"
+#include "sample/json_grammar.h"
+#include "sample/json_schema.h"
 #include "sample/regex_to_gbnf.h"
 #include "sample/token_trie.h"
+
+namespace {
+
+const std::vector<std::string>& test_vocab() {
+  static const std::vector<std::string> vocab = {
+      "",         "a", "b",   "ab", " ", "\n", "\"",           "{",  "}", "0",  "12", "x", "\xC3", "\xA9",
+      "\xC3\xA9", "-", "abc", ".",  "(", ")",  "\xE4\xB8\xAD", "\\", "u", "00", "e9", "n"};
+  return vocab;
+}
+
+void pattern_string(const std::string& pattern, int max_length, const std::string& feed) {
+  nlohmann::json schema = {{"type", "string"}, {"pattern", pattern}};
+  if (max_length > 0) schema["maxLength"] = max_length;
+  auto s = ss::JsonSchema::compile(schema);
+  if (!s.ok()) return;
+  const auto& vocab = test_vocab();
+  ss::JsonGrammar g(*s);
+  if (!g.feed("\"")) std::abort();
+  std::vector<float> logits(vocab.size());
+  for (size_t i = 0; i < feed.size() && i < 48 && !g.complete(); ++i) {
+    std::fill(logits.begin(), logits.end(), 0.0f);
+    if (g.mask(vocab, logits) > vocab.size()) std::abort();
+    for (size_t id = 1; id < vocab.size(); ++id) {
+      ss::JsonGrammar probe = g;
+      if (probe.feed(vocab[id]) != (logits[id] == 0.0f)) std::abort();
+    }
+    if (!g.feed(feed.substr(i, 1))) (void)g.feed(vocab[static_cast<unsigned char>(feed[i]) % vocab.size()]);
+  }
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
@@ -19,6 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t cut = all.find('\0');
   std::string text = all.substr(0, cut);
   const std::string feed = cut == std::string::npos ? std::string() : all.substr(cut + 1);
+  if (data[0] & 2) {
+    pattern_string(text, data[0] >> 2, feed);
+    return 0;
+  }
   if (data[0] & 1) {
     auto g = ss::regex_to_gbnf(text);
     if (!g.ok()) return 0;
@@ -26,9 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto g = ss::Gbnf::parse(text);
   if (!g.ok()) return 0;
-  static const std::vector<std::string> vocab = {"",         "a", "b",   "ab", " ", "\n",   "\"",
-                                                 "{",        "}", "0",   "12", "x", "\xC3", "\xA9",
-                                                 "\xC3\xA9", "-", "abc", ".",  "(", ")",    "\xE4\xB8\xAD"};
+  const std::vector<std::string>& vocab = test_vocab();
   static const ss::TokenTrie trie(vocab);
   ss::GbnfMatcher m(*g);
   std::vector<float> logits(vocab.size());

@@ -63,6 +63,11 @@ class Gbnf {
   const GbnfElem& elem(uint32_t pos) const { return elems_[pos]; }
   size_t element_count() const { return elems_.size(); }
 
+  // The ranges of a Chars element (inclusive; the characters it matches if
+  // not negated).
+  std::span<const std::pair<uint32_t, uint32_t>> ranges(const GbnfElem& e) const {
+    return std::span<const std::pair<uint32_t, uint32_t>>(ranges_).subspan(e.value, e.count);
+  }
   // Whether character `cp` matches the character element `e` (Chars / Any).
   bool matches(const GbnfElem& e, uint32_t cp) const;
   // Whether some character in [lo, hi] matches it (a partly read UTF-8 character).

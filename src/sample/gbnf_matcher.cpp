@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "util/check.h"
 #include "util/utf8.h"
 
 namespace ss {
@@ -64,6 +65,7 @@ void GbnfMatcher::expand(uint32_t pos, const Node* next, State& to) {
   work_.emplace_back(pos, next);
   while (!work_.empty()) {
     mask_work_ += in_mask_;
+    ++total_expansions_;
     if (++expansions_ > limits_.max_expansions) {
       if (!in_mask_) dropped_ = true;
       return;
@@ -157,6 +159,40 @@ bool GbnfMatcher::step(const State& from, uint8_t b, State& to) {
   to.lo = lo;
   to.hi = hi;
   return viable(to);
+}
+
+std::vector<uint32_t> GbnfMatcher::state_key() const {
+  SS_CHECK(cur_.left == 0);
+  std::vector<std::vector<uint32_t>> stacks;
+  for (const Node* h : cur_.heads) {
+    std::vector<uint32_t>& s = stacks.emplace_back();
+    for (const Node* n = h; n; n = n->next) s.push_back(n->pos);
+  }
+  std::sort(stacks.begin(), stacks.end());
+  std::vector<uint32_t> key;
+  for (const std::vector<uint32_t>& s : stacks) {
+    key.push_back(static_cast<uint32_t>(s.size()));
+    key.insert(key.end(), s.begin(), s.end());
+  }
+  key.push_back(cur_.accepted ? 1 : 0);
+  return key;
+}
+
+void GbnfMatcher::load_state(std::span<const uint32_t> key) {
+  SS_CHECK(!key.empty());
+  cur_ = State{};
+  cur_.accepted = key.back() != 0;
+  for (size_t i = 0; i + 1 < key.size();) {
+    const size_t n = key[i++];
+    SS_CHECK(n > 0 && i + n < key.size());
+    for (size_t k = 0; k < n; ++k) SS_CHECK(key[i + k] < g_->element_count());
+    const Node* top = nullptr;
+    for (size_t k = n; k-- > 0;) top = intern(key[i + k], top);
+    cur_.heads.push_back(top);
+    i += n;
+  }
+  distinct(cur_.heads);
+  dropped_ = false;
 }
 
 bool GbnfMatcher::feed(std::string_view bytes) {

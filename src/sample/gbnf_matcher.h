@@ -64,8 +64,18 @@ class GbnfMatcher {
   // their logits where can_end(). Returns how many tokens stay allowed.
   size_t mask(const TokenTrie& trie, std::span<float> logits, std::span<const int32_t> ends);
 
+  // The state between two characters as grammar positions (each stack top
+  // first, the stacks sorted, then whether the root was accepted), for
+  // building automata over it (char_dfa.h): equal keys are equal states.
+  std::vector<uint32_t> state_key() const;
+  // Puts the matcher in the state `key` (a state_key() of this grammar)
+  // describes, and clears dropped_parses().
+  void load_state(std::span<const uint32_t> key);
+
   // Parses open now (stacks), for tests and the cost notes.
   size_t open_parses() const { return cur_.heads.size(); }
+  // Expansion steps taken since the matcher was made (masks too): its work.
+  size_t total_expansions() const { return total_expansions_; }
   // Whether a cap has dropped parses of the text fed so far.
   bool dropped_parses() const { return dropped_; }
   // Whether the last mask ran out of its budget (kMaxMaskExpansions).
@@ -123,6 +133,7 @@ class GbnfMatcher {
   std::vector<State> depth_states_;                     // mask: the state after each depth of the trie
   std::vector<std::pair<uint32_t, const Node*>> work_;  // expand's to-do list
   size_t expansions_ = 0;
+  size_t total_expansions_ = 0;
   size_t mask_work_ = 0;  // expansion steps of the mask under way
   bool mask_cut_ = false;
   SeenSet seen_;

@@ -163,6 +163,47 @@ JsonGrammar::StrByte JsonGrammar::string_byte(Frame& t, char c) {
   }
 }
 
+// A character only partly written (UTF-8 bytes or \uXXXX digits to come)
+// must still be able to become one the automaton takes: some string that
+// matches must stay writable.
+bool JsonGrammar::pattern_byte(Frame& t, char c, uint8_t was, uint8_t left) {
+  const CharDfa& dfa = *t.node->pattern;
+  const auto state = static_cast<int32_t>(t.cand);
+  const auto u = static_cast<unsigned char>(c);
+  uint32_t cp = u;
+  if (left > 0 || (was == kBody && u >= 0x80)) {  // UTF-8: string_byte has set what the next byte may be
+    t.seen = left > 0 ? (t.seen << 6) | (u & 0x3Fu) : utf8_lead(u).bits;
+    if (t.u8_left > 0) {
+      const int rest = 6 * (t.u8_left - 1);
+      const auto lo = static_cast<uint32_t>(((t.seen << 6) | (t.u8_lo & 0x3Fu)) << rest);
+      const auto hi = static_cast<uint32_t>((((t.seen << 6) | (t.u8_hi & 0x3Fu)) << rest) | ((1u << rest) - 1));
+      return dfa.any_in(state, lo, hi);
+    }
+    cp = static_cast<uint32_t>(t.seen);
+  } else if (was == kBody) {
+    if (c == '\\') return dfa.any_in(state, 0, 0xFFFF);  // an escape writes a character of the BMP
+  } else if (was == kEscape) {
+    if (c == 'u') {
+      t.seen = 0;
+      return dfa.any_in(state, 0, 0xFFFF);
+    }
+    cp = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : u;
+  } else {  // a digit of \uXXXX; kHex1 before the first
+    t.seen = t.seen * 16 + static_cast<uint64_t>(hex_value(c));
+    const int rest = 4 * (kHex4 - was);  // bits of the digits to come
+    if (rest > 0)
+      return dfa.any_in(state, static_cast<uint32_t>(t.seen << rest),
+                        static_cast<uint32_t>(((t.seen + 1) << rest) - 1));
+    // A surrogate pair's halves are not followed (the automaton reads whole
+    // code points, and holds surrogates in no state); the character itself
+    // may be written as UTF-8.
+    cp = static_cast<uint32_t>(t.seen);
+  }
+  const int32_t next = dfa.step(state, cp);
+  t.cand = static_cast<uint64_t>(next);
+  return next != CharDfa::kDead;
+}
+
 // Bytes that stay inside a string body as they are: no quote, backslash or
 // control byte, and whole UTF-8 characters; `chars`: how many.
 bool JsonGrammar::plain_text(const std::string& b, uint32_t& chars) {
@@ -239,7 +280,13 @@ size_t JsonGrammar::mask(std::span<const std::string> token_bytes, std::span<flo
 
 bool JsonGrammar::text_takes(const Frame& t, const std::string& b, uint32_t chars) {
   const SchemaNode& n = *t.node;
-  if (t.kind == Kind::String) return chars <= n.max_length - t.count;
+  if (t.kind == Kind::String) {
+    if (chars > n.max_length - t.count) return false;
+    if (!n.pattern) return true;
+    auto state = static_cast<int32_t>(t.cand);
+    for (size_t i = 0; i < b.size() && state != CharDfa::kDead;) state = n.pattern->step(state, utf8_next(b, i));
+    return state != CharDfa::kDead;
+  }
   if (n.additional) return true;
   for (size_t i = 0; i < n.properties.size(); ++i) {
     const uint64_t m = bit(static_cast<int>(i));
@@ -562,11 +609,14 @@ bool JsonGrammar::step(Reading& r, char c) {
     case Kind::Literal:
       return literal_step(r, c);
     case Kind::String: {
+      const uint8_t was = t.str, left = t.u8_left;
       const StrByte b = string_byte(t, c);
       if (b == StrByte::Bad) return false;
-      if (b == StrByte::Closes) return t.count >= t.node->min_length && value_done(r);
+      if (b == StrByte::Closes)
+        return t.count >= t.node->min_length &&
+               (!t.node->pattern || t.node->pattern->accepts(static_cast<int32_t>(t.cand))) && value_done(r);
       if (b == StrByte::Char && t.count++ >= t.node->max_length) return false;
-      return true;
+      return !t.node->pattern || pattern_byte(t, c, was, left);
     }
   }
   return false;

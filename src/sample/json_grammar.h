@@ -76,8 +76,10 @@ class JsonGrammar {
   // cost nothing to declare; new frames are value-initialized (Frame{}).
   struct Frame {
     const SchemaNode* node;
-    uint64_t seen;   // Object: properties present; Integer: the magnitude so far (for bounds)
-    uint64_t cand;   // Object key / Literal: the texts still matching; Number: 1 if negative
+    uint64_t seen;   // Object: properties present; Integer: the magnitude so far (for bounds);
+                     // String with a pattern: the character being decoded
+    uint64_t cand;   // Object key / Literal: the texts still matching; Number: 1 if negative;
+                     // String with a pattern: its automaton's state
     uint32_t count;  // Array: items; String: characters; Number: digits in this part
     uint32_t pos;    // Object key / Literal: bytes matched
     Kind kind;
@@ -100,6 +102,9 @@ class JsonGrammar {
   enum class StrByte { Bad, Closes, Char, Cont };  // Char: a character starts (counted for lengths)
   static StrByte string_byte(Frame& t, char c);
   static bool plain_text(const std::string& b, uint32_t& chars);
+  // Steps a pattern string's automaton once byte c completes a character;
+  // `was` and `left`: the string's escape state and UTF-8 bytes to come before c.
+  static bool pattern_byte(Frame& t, char c, uint8_t was, uint8_t left);
   void copy_from(const JsonGrammar& o);
   static void copy_reading(Reading& to, const Reading& from);
   bool step_all(char c);

@@ -6,6 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "sample/gbnf.h"
+#include "sample/regex_to_gbnf.h"
+#include "util/utf8.h"
+
 namespace ss {
 
 using nlohmann::json;
@@ -36,8 +40,7 @@ namespace {
 // default, examples, format, $defs, vendor extensions) only describe, and
 // are ignored as a validator ignores unknown keywords.
 const std::set<std::string>& refused() {
-  static const std::set<std::string> k = {"pattern",
-                                          "patternProperties",
+  static const std::set<std::string> k = {"patternProperties",
                                           "multipleOf",
                                           "not",
                                           "if",
@@ -73,6 +76,7 @@ const std::set<std::string>& understood() {
                                           "maxItems",
                                           "minLength",
                                           "maxLength",
+                                          "pattern",
                                           "enum",
                                           "const",
                                           "anyOf",
@@ -88,6 +92,7 @@ const std::set<std::string>& understood() {
 
 const char* kSupported =
     "supported: type, properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength, "
+    "pattern, "
     "minimum, maximum, exclusiveMinimum, exclusiveMaximum (integers), enum, const, anyOf, oneOf, allOf of one "
     "schema, $ref";
 
@@ -177,7 +182,7 @@ class SchemaCompiler {
         types.push_back("object");
       else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems"))
         types.push_back("array");
-      else if (s.contains("minLength") || s.contains("maxLength"))
+      else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern"))
         types.push_back("string");
       else
         return &out_.any_;
@@ -224,6 +229,41 @@ class SchemaCompiler {
     return n;
   }
 
+  // A string's minLength, maxLength and pattern, into n.
+  Result<const SchemaNode*> string_rules(const json& s, SchemaNode* n, const std::string& at) {
+    SS_ASSIGN_OR_RETURN(n->min_length, count(s, "minLength", 0, at));
+    SS_ASSIGN_OR_RETURN(n->max_length, count(s, "maxLength", kNone, at));
+    if (n->min_length > n->max_length) return fail(at, "'minLength' is larger than 'maxLength'");
+    if (!s.contains("pattern")) return n;
+    if (!s["pattern"].is_string()) return fail(at, "'pattern' must be a string");
+    auto text = regex_to_gbnf(s["pattern"].get<std::string>(), RegexMatch::Search);
+    if (!text.ok()) return fail(at, "'pattern': " + text.error().message);
+    auto grammar = Gbnf::parse(*text);
+    if (!grammar.ok()) return fail(at, "'pattern': " + grammar.error().message);
+    CharDfa::Limits limits;
+    limits.max_entries = std::min(limits.max_entries, JsonSchema::kMaxPatternEntries - pattern_entries_);
+    limits.max_work = std::min(limits.max_work, JsonSchema::kMaxPatternWork - pattern_work_);
+    auto dfa =
+        CharDfa::build(*grammar, n->min_length, n->max_length == kNone ? CharDfa::kNoLimit : n->max_length, limits);
+    if (!dfa.ok()) return fail(at, "'pattern': " + dfa.error().message);
+    pattern_entries_ += (*dfa)->state_count() * (*dfa)->class_count();
+    pattern_work_ += (*dfa)->build_work();
+    n->pattern = *dfa;
+    return n;
+  }
+
+  // Whether JSON string `v` (UTF-8) fits the string rules of n.
+  static bool string_fits(const std::string& v, const SchemaNode& n) {
+    uint32_t chars = 0;
+    int32_t state = n.pattern ? n.pattern->start() : 0;
+    for (size_t i = 0; i < v.size();) {
+      const uint32_t cp = utf8_next(v, i);
+      ++chars;
+      if (n.pattern && (state = n.pattern->step(state, cp)) == CharDfa::kDead) return false;
+    }
+    return chars >= n.min_length && chars <= n.max_length && (!n.pattern || n.pattern->accepts(state));
+  }
+
   // minItems / maxItems / minLength / maxLength, `absent` if not given.
   Result<uint32_t> count(const json& s, const char* key, uint32_t absent, const std::string& at) const {
     if (!s.contains(key)) return absent;
@@ -242,14 +282,22 @@ class SchemaCompiler {
     SchemaNode* n = add(at);
     if (!n) return limit(at);
     n->kind = SchemaNode::Kind::Literal;
+    // A string value must also keep the string keywords beside the enum.
+    SchemaNode rules;
+    if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern")) {
+      auto made = string_rules(s, &rules, at);
+      if (!made.ok()) return made.error();
+    }
     for (const json& v : values) {
       if (!types.empty() &&
           std::none_of(types.begin(), types.end(), [&](const std::string& t) { return type_matches(v, t); }))
         continue;
+      if (v.is_string() && !string_fits(v.get<std::string>(), rules)) continue;
       std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
       if (std::find(n->texts.begin(), n->texts.end(), text) == n->texts.end()) n->texts.push_back(std::move(text));
     }
-    if (n->texts.empty()) return fail(at, "no value of 'enum' / 'const' has the schema's 'type'");
+    if (n->texts.empty())
+      return fail(at, "no value of 'enum' / 'const' has the schema's 'type' (and its string keywords)");
     return n;
   }
 
@@ -271,10 +319,7 @@ class SchemaCompiler {
     }
     if (type == "string") {
       n->kind = SchemaNode::Kind::String;
-      SS_ASSIGN_OR_RETURN(n->min_length, count(s, "minLength", 0, at));
-      SS_ASSIGN_OR_RETURN(n->max_length, count(s, "maxLength", kNone, at));
-      if (n->min_length > n->max_length) return fail(at, "'minLength' is larger than 'maxLength'");
-      return n;
+      return string_rules(s, n, at);
     }
     if (type == "array") {
       n->kind = SchemaNode::Kind::Array;
@@ -370,6 +415,8 @@ class SchemaCompiler {
 
   const json& doc_;
   JsonSchema& out_;
+  size_t pattern_entries_ = 0;               // of the pattern automata built so far
+  size_t pattern_work_ = 0;                  // and the work they took (CharDfa::Limits::max_work)
   std::map<std::string, SchemaNode*> refs_;  // $ref path -> its node
   std::set<const SchemaNode*> resolving_;    // placeholders whose body is being compiled
 };

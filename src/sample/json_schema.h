@@ -4,13 +4,14 @@
 // (json_grammar.h). The subset is what structured-output clients send
 // (OpenAI strict schemas, pydantic's model_json_schema()): type (one or a
 // list), properties, required, additionalProperties, items, minItems,
-// maxItems, minLength, maxLength, minimum / maximum / exclusiveMinimum /
-// exclusiveMaximum on integers, enum, const, anyOf, oneOf (read as anyOf:
+// maxItems, minLength, maxLength, pattern (ECMAScript, as regex_to_gbnf.h
+// reads it; found anywhere in the string unless anchored with ^ and $),
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers, enum, const, anyOf, oneOf (read as anyOf:
 // exclusivity is not checked), allOf of one schema, $ref into $defs /
 // definitions / the root (recursion allowed). Annotations (title,
 // description, default, examples, format, ...) are ignored, as JSON Schema
 // 2020-12 treats `format` by default. Constraint keywords outside the subset
-// (pattern, bounds on non-integers, not, uniqueItems, ...) are errors, never ignored: a
+// (bounds on non-integers, multipleOf, not, uniqueItems, ...) are errors, never ignored: a
 // client must not trust output that a constraint it sent did not shape.
 //
 // As llama.cpp's schema grammars do, an object schema with "properties" and
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "sample/char_dfa.h"
 #include "util/result.h"
 
 namespace ss {
@@ -34,7 +36,7 @@ struct SchemaNode {
     Any,      // any JSON value
     Object,   // properties, additional
     Array,    // items, min_items, max_items
-    String,   // min_length, max_length (characters: a code point or an escape each)
+    String,   // min_length, max_length (characters: a code point or an escape each), pattern
     Number,   // digits bounded if bounded_digits
     Integer,  // no fraction or exponent
     Literal,  // one of texts (enum, const, boolean, null)
@@ -52,6 +54,9 @@ struct SchemaNode {
   const SchemaNode* items = nullptr;       // nullptr with max_items 0: no items
   uint32_t min_items = 0, max_items = std::numeric_limits<uint32_t>::max();
   uint32_t min_length = 0, max_length = std::numeric_limits<uint32_t>::max();
+  // String: "pattern" with the lengths folded in (the characters the string
+  // stands for, escapes decoded); null: none.
+  std::shared_ptr<const CharDfa> pattern;
   bool bounded_digits = false;
   // Integer: minimum / maximum (exclusiveMinimum / exclusiveMaximum made
   // inclusive), within the 16 digits a schema number has.
@@ -71,6 +76,10 @@ class JsonSchema {
   // each for every token, on the thread that schedules all requests.
   static constexpr int kMaxAnyOfDepth = 8;
   static constexpr int kMaxAlternatives = 64;
+  // All the schema's pattern automata together (char_dfa.h): their
+  // transitions, and the work building them takes (CharDfa::Limits).
+  static constexpr size_t kMaxPatternEntries = size_t{1} << 19;
+  static constexpr size_t kMaxPatternWork = size_t{1} << 23;
 
   // Errors name the keyword and where it is ("at /properties/age: ...").
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::json& schema);

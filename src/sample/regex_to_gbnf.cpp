@@ -36,13 +36,19 @@ class RegexReader {
  public:
   explicit RegexReader(std::string_view s) : s_(s) {}
 
-  Result<std::string> run() {
+  Result<std::string> run(RegexMatch match) {
     if (s_.size() > Gbnf::kMaxTextBytes / 16) return make_error("regex: too long");
-    if (at() == '^') ++p_;
+    const bool from_start = at() == '^';
+    if (from_start) ++p_;
     std::string body;
     if (!alternatives(body, 0)) return make_error("regex: " + err_);
     if (!end()) return make_error("regex: unexpected ')' at offset " + std::to_string(p_));
-    return "root ::= " + body + "\n";
+    if (match == RegexMatch::Whole) return "root ::= " + body + "\n";
+    // `^a|b$` anchors one alternative each: not a whole-text match to bracket.
+    if ((from_start || to_end_) && top_alternation_)
+      return make_error(
+          "regex: '^' or '$' beside alternatives at the top level is not supported (group them: ^(a|b)$)");
+    return "root ::= " + std::string(from_start ? "" : ".* ") + body + (to_end_ ? "" : " .*") + "\n";
   }
 
  private:
@@ -62,6 +68,7 @@ class RegexReader {
     out = "(" + seq;
     while (at() == '|') {
       ++p_;
+      top_alternation_ = top_alternation_ || depth == 0;
       seq.clear();
       if (!sequence(seq, depth)) return false;
       out += " | " + seq;
@@ -74,6 +81,7 @@ class RegexReader {
     while (!end() && at() != '|' && at() != ')') {
       if (at_dollar_end()) {
         ++p_;
+        to_end_ = true;
         break;
       }
       std::string atom;
@@ -283,10 +291,14 @@ class RegexReader {
   std::string_view s_;
   size_t p_ = 0;
   std::string err_;
+  bool to_end_ = false;           // a final '$' was read
+  bool top_alternation_ = false;  // the pattern is a|b at the top
 };
 
 }  // namespace
 
-Result<std::string> regex_to_gbnf(std::string_view pattern) { return RegexReader(pattern).run(); }
+Result<std::string> regex_to_gbnf(std::string_view pattern, RegexMatch match) {
+  return RegexReader(pattern).run(match);
+}
 
 }  // namespace ss

@@ -9,8 +9,7 @@
 // terminators), \d \w \s and \D \W \S (ASCII, as ECMAScript without the u
 // flag reads \d and \w; \s as the ASCII spaces), groups (...) (?:...)
 // (?<name>...), alternation, quantifiers * + ? {m} {m,} {m,n} (lazy forms
-// match the same texts), ^ at the start and $ at the end (the match is
-// whole anyway). Refused with the offset: backreferences, lookarounds,
+// match the same texts), ^ at the start and $ at the end. Refused with the offset: backreferences, lookarounds,
 // word boundaries, anchors elsewhere, \D \W \S inside a class.
 #include <string>
 #include <string_view>
@@ -19,6 +18,11 @@
 
 namespace ss {
 
-Result<std::string> regex_to_gbnf(std::string_view pattern);
+enum class RegexMatch {
+  Whole,   // the whole text matches (vLLM's guided_regex; ^ and $ change nothing)
+  Search,  // some part of it does (JSON Schema's "pattern": ^ and $ anchor)
+};
+
+Result<std::string> regex_to_gbnf(std::string_view pattern, RegexMatch match = RegexMatch::Whole);
 
 }  // namespace ss

@@ -126,9 +126,18 @@ await check('openai client: structured output with a JSON schema, streamed', asy
   assert.ok([' was happy.', ' was sad.'].includes(said), said);
   const regex = await client.completions.create({ model, prompt: 'On', max_tokens: 20, guided_regex: '\\d{2}:\\d{2}' });
   assert.match(regex.choices[0].text, /^\d{2}:\d{2}$/);
+  // JSON Schema's pattern (found anywhere unless anchored), as pydantic's constr writes it.
+  const coded = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'A code.' }], max_tokens: 60, seed: 2,
+    response_format: { type: 'json_schema', json_schema: { name: 'c', strict: true, schema: {
+      type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{2}-\\d{3}$' } },
+      required: ['code'], additionalProperties: false } } },
+  });
+  assert.equal(coded.choices[0].finish_reason, 'stop');  // 60 tokens hold it (measured: 21)
+  assert.match(JSON.parse(coded.choices[0].message.content).code, /^[A-Z]{2}-\d{3}$/);
   await assert.rejects(client.chat.completions.create({
     model, messages: [{ role: 'user', content: 'hi' }],
-    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: '^a' } } },
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: 'a(?=b)' } } },
   }), /400/);
 });
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 
 #include "sample/json_grammar.h"
 
@@ -44,6 +45,30 @@ size_t code_points(const std::string& s) {
   return n;
 }
 
+// UTF-8 as one wchar_t (32 bits here) per code point, for std::wregex.
+std::wstring wide(const std::string& s) {
+  std::wstring w;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    uint32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+    for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    w.push_back(static_cast<wchar_t>(cp));
+    i += n;
+  }
+  return w;
+}
+
+// minLength, maxLength and pattern (ECMAScript, found anywhere unless
+// anchored: std::regex_search) on a string's characters.
+bool string_rules_hold(const std::string& v, const json& s) {
+  const size_t n = code_points(v);
+  if (n < s.value("minLength", size_t{0}) || n > s.value("maxLength", SIZE_MAX)) return false;
+  if (!s.contains("pattern")) return true;
+  const std::wregex re(wide(s["pattern"].get<std::string>()), std::regex::ECMAScript);
+  return std::regex_search(wide(v), re);
+}
+
 bool digits_ok(const json& v) {
   const std::string t = v.dump();
   size_t run = 0;
@@ -70,11 +95,7 @@ bool valid_typed(const json& v, const std::string& t, const json& s, const json&
     return true;
   }
   if (t == "number") return v.is_number() && digits_ok(v);
-  if (t == "string") {
-    if (!v.is_string()) return false;
-    const size_t n = code_points(v.get<std::string>());
-    return n >= s.value("minLength", size_t{0}) && n <= s.value("maxLength", SIZE_MAX);
-  }
+  if (t == "string") return v.is_string() && string_rules_hold(v.get<std::string>(), s);
   if (t == "array") {
     if (!v.is_array()) return false;
     if (v.size() < s.value("minItems", size_t{0}) || v.size() > s.value("maxItems", SIZE_MAX)) return false;
@@ -126,7 +147,8 @@ bool valid(const json& v, const json& s, const json& root) {
     // By text, as documented: 12.0 is not the enum's 12 here (JSON Schema
     // would take it; the recognizer matches the values' compact texts).
     for (const json& e : values)
-      if (e.dump() == v.dump() && of_type(e)) return true;
+      if (e.dump() == v.dump() && of_type(e) && (!e.is_string() || string_rules_hold(e.get<std::string>(), s)))
+        return true;
     return false;
   }
   if (types.empty()) {
@@ -134,7 +156,7 @@ bool valid(const json& v, const json& s, const json& root) {
       types.push_back("object");
     else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems"))
       types.push_back("array");
-    else if (s.contains("minLength") || s.contains("maxLength"))
+    else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern"))
       types.push_back("string");
     else
       return true;
@@ -148,6 +170,12 @@ bool valid(const json& v, const json& s, const json& root) {
 
 const char* kNames[] = {"name", "age", "a\"b", "tags", "caf\xc3\xa9", "x", "nested", "line\nbreak"};
 
+// Patterns over the random texts' characters: anchored or not, escapes,
+// classes, a two-byte character, and lengths beside them (above).
+const char* const kPatterns[] = {"^a",          "b$",      "^[ab ]+$", "a.b",       "^\\w*$",      "(ab|\")",
+                                 "\\xe9",       "^[^a]*$", "\\\\",     "^.{0,2}$",  "\\n",         "^(?:a|b)b?$",
+                                 "[\"\\\\]{2}", "^a*b*$",  "\\s",      "\xc3\xa9$", "^[a-z]{2,}$", "\n"};
+
 json random_schema(std::mt19937& rng, int depth) {
   const int kinds = depth >= 3 ? 7 : 12;
   switch (rng() % kinds) {
@@ -155,6 +183,8 @@ json random_schema(std::mt19937& rng, int depth) {
       json s = {{"type", "string"}};
       if (rng() % 2) s["minLength"] = rng() % 3;
       if (rng() % 2) s["maxLength"] = 2 + rng() % 4;
+      if (rng() % 2) s["pattern"] = kPatterns[rng() % std::size(kPatterns)];
+      if (rng() % 8 == 0) s.erase("type");  // "pattern" alone: a string too
       return s;
     }
     case 1: {
@@ -182,8 +212,12 @@ json random_schema(std::mt19937& rng, int depth) {
       return {{"type", "number"}, {"description", "ignored"}};
     case 3:
       return {{"type", rng() % 2 ? "boolean" : "null"}};
-    case 4:
-      return {{"enum", {1, 12, "x", "x\"y", nullptr, 2.5, false}}};  // containers: compact only (below)
+    case 4: {
+      json s = {{"enum", {1, 12, "x", "x\"y", nullptr, 2.5, false, "ab"}}};  // containers: compact only (below)
+      if (rng() % 3 == 0) s["pattern"] = "^[ab]+$";                          // the strings must match it too
+      if (rng() % 3 == 0) s["maxLength"] = 1;
+      return s;
+    }
     case 5:
       return {{"const", rng() % 2 ? json(7) : json("seven")}};
     case 6:
@@ -490,9 +524,57 @@ TEST(JsonSchema, IntegerBoundsHoldWhileDigitsAreWritten) {
   EXPECT_FALSE(o.feed("0"));  // 20 is past the maximum
 }
 
+// "pattern" reads the characters a string stands for (escapes decoded),
+// anywhere in it unless anchored, beside its length limits.
+TEST(JsonSchema, PatternsHoldOnTheDecodedCharacters) {
+  const auto code = compiled({{"type", "string"}, {"pattern", "^[A-Z]{2}-\\d{3}$"}});
+  EXPECT_TRUE(accepts(code, "\"AB-123\""));
+  EXPECT_TRUE(accepts(code, "\"\\u0041B-123\""));  // \u0041 is A
+  EXPECT_FALSE(accepts(code, "\"AB-12\""));
+  EXPECT_FALSE(accepts(code, "\"ab-123\""));
+  JsonGrammar g(code);
+  EXPECT_TRUE(g.feed("\"A"));
+  EXPECT_FALSE(g.feed("1"));  // refused as soon as it is written
+  const auto esc = compiled({{"type", "string"}, {"pattern", "^\\n\"\u00e9$"}});
+  EXPECT_TRUE(accepts(esc, "\"\\n\\\"\xC3\xA9\""));
+  EXPECT_TRUE(accepts(esc, "\"\\u000a\\\"\\u00E9\""));
+  EXPECT_FALSE(accepts(esc, "\"n\\\"\xC3\xA9\""));
+  // Surrogate escapes are not followed; the character itself is.
+  const auto any = compiled({{"type", "string"}, {"pattern", "^.$"}});
+  EXPECT_FALSE(accepts(any, "\"\\ud83d\\ude00\""));
+  EXPECT_TRUE(accepts(any, "\"\xF0\x9F\x98\x80\""));
+  // Unanchored: found anywhere; the string may not close before it is.
+  const auto has_b = compiled({{"pattern", "b"}});  // "pattern" alone: a string
+  EXPECT_TRUE(accepts(has_b, "\"abc\""));
+  EXPECT_FALSE(accepts(has_b, "\"ac\""));
+  JsonGrammar h(has_b);
+  EXPECT_TRUE(h.feed("\"a"));
+  JsonGrammar h2 = h;
+  EXPECT_FALSE(h2.feed("\""));
+  EXPECT_TRUE(h.feed("b\""));
+  // With a length limit: no room left for the 'c' it needs is refused early.
+  const auto short_c = compiled({{"type", "string"}, {"pattern", "^[ab]*c$"}, {"maxLength", 3}});
+  JsonGrammar s(short_c);
+  EXPECT_TRUE(s.feed("\"aa"));
+  JsonGrammar s2 = s;
+  EXPECT_FALSE(s2.feed("a"));
+  EXPECT_TRUE(s.feed("c\""));
+  // Enum strings keep the string keywords beside them.
+  const auto e = compiled({{"enum", {"ab", "x", 3}}, {"pattern", "^a"}});
+  EXPECT_TRUE(accepts(e, "\"ab\""));
+  EXPECT_TRUE(accepts(e, "3"));
+  EXPECT_FALSE(accepts(e, "\"x\""));
+}
+
 TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
   const json bad[] = {
-      {{"type", "string"}, {"pattern", "^a"}},
+      {{"type", "string"}, {"pattern", "(a)\\1"}},
+      {{"type", "string"}, {"pattern", "^a|b"}},
+      {{"type", "string"}, {"pattern", 5}},
+      {{"type", "string"}, {"pattern", "^a{3}$"}, {"maxLength", 2}},
+      {{"type", "string"}, {"pattern", "[ab]*a[ab]{14}"}},
+      {{"enum", {"x", "y"}}, {"pattern", "^a"}},
+      {{"type", "number"}, {"multipleOf", 2}},
       {{"type", "object"}, {"properties", {{"age", {{"type", "number"}, {"minimum", 0}}}}}},
       {{"minimum", 0}},
       {{"type", "integer"}, {"minimum", 5}, {"maximum", 2}},
@@ -517,7 +599,7 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
     ASSERT_FALSE(r.ok()) << s.dump();
     EXPECT_NE(r.error().message.find("JSON schema at "), std::string::npos) << r.error().message;
   }
-  EXPECT_NE(JsonSchema::compile(bad[1]).error().message.find("/properties/age"), std::string::npos);
+  EXPECT_NE(JsonSchema::compile(bad[7]).error().message.find("/properties/age"), std::string::npos);
   json wide = {{"type", "object"}, {"properties", json::object()}};
   for (int i = 0; i <= JsonSchema::kMaxProperties; ++i) wide["properties"]["p" + std::to_string(i)] = true;
   EXPECT_FALSE(JsonSchema::compile(wide).ok());

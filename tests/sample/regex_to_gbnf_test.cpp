@@ -8,8 +8,10 @@
 #include <random>
 #include <regex>
 
+#include "sample/char_dfa.h"
 #include "sample/gbnf.h"
 #include "sample/gbnf_matcher.h"
+#include "util/utf8.h"
 
 namespace ss {
 namespace {
@@ -104,6 +106,81 @@ TEST(RegexToGbnf, AgreesWithStdRegexOnRandomPatterns) {
   std::printf("%d patterns, %d texts, %d matched\n", patterns, texts, matched);
 }
 
+// JSON Schema's reading (found anywhere unless anchored) as an automaton
+// with length limits (char_dfa.h), against std::regex_search and a count.
+TEST(RegexToGbnf, SearchAutomataAgreeWithStdRegexSearchAndLengths) {
+  std::mt19937 rng(12);
+  const std::string alphabet = "ab1.- c";
+  int patterns = 0, texts = 0, matched = 0, refused = 0;
+  for (int round = 0; round < 300; ++round) {
+    const std::string pattern = PatternMaker(rng).make();
+    const uint32_t lo = rng() % 3 == 0 ? static_cast<uint32_t>(rng() % 4) : 0;
+    const uint32_t hi = rng() % 3 == 0 ? lo + static_cast<uint32_t>(rng() % 5) : CharDfa::kNoLimit;
+    auto text = regex_to_gbnf(pattern, RegexMatch::Search);
+    if (!text.ok()) {  // only '^' or '$' beside top-level alternatives
+      EXPECT_NE(text.error().message.find("beside alternatives"), std::string::npos) << pattern;
+      ++refused;
+      continue;
+    }
+    auto g = Gbnf::parse(*text);
+    ASSERT_TRUE(g.ok()) << pattern << " -> " << *text;
+    auto dfa = CharDfa::build(*g, lo, hi);
+    const std::regex re(pattern, std::regex::ECMAScript);
+    ++patterns;
+    for (int k = 0; k < 40; ++k) {
+      std::string s;
+      for (int n = std::uniform_int_distribution<int>(0, 6)(rng); n > 0; --n)
+        s += alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+      const bool want = std::regex_search(s, re) && s.size() >= lo && s.size() <= hi;
+      matched += want;
+      ++texts;
+      if (!dfa.ok()) {  // only when no text of those lengths matches
+        EXPECT_FALSE(want) << "/" << pattern << "/ [" << lo << "," << hi << "] " << dfa.error().message;
+        continue;
+      }
+      // Every prefix of a text that matches keeps a state.
+      int32_t st = (*dfa)->start();
+      for (size_t i = 0; i < s.size() && st != CharDfa::kDead; ++i) st = (*dfa)->step(st, static_cast<uint8_t>(s[i]));
+      EXPECT_EQ(st != CharDfa::kDead && (*dfa)->accepts(st), want)
+          << "/" << pattern << "/ [" << lo << "," << hi << "] on '" << s << "'";
+    }
+  }
+  EXPECT_GT(matched, texts / 10);
+  EXPECT_LT(refused, 60);
+  std::printf("%d patterns (%d refused), %d texts, %d matched\n", patterns, refused, texts, matched);
+}
+
+// A state is kept only if some text can still finish from it.
+TEST(CharDfa, EveryStateCanStillFinish) {
+  auto dfa_of = [](const std::string& pattern, uint32_t lo, uint32_t hi) {
+    auto g = Gbnf::parse(regex_to_gbnf(pattern, RegexMatch::Search).value());
+    return CharDfa::build(g.value(), lo, hi);
+  };
+  auto run = [](const CharDfa& d, const std::string& s) {
+    int32_t st = d.start();
+    for (size_t i = 0; i < s.size() && st != CharDfa::kDead;) st = d.step(st, utf8_next(s, i));
+    return st;
+  };
+  // "[ab]*c" in at most 3 characters: after "aa" only 'c' fits.
+  auto d = dfa_of("^[ab]*c$", 0, 3).value();
+  EXPECT_NE(run(*d, "aa"), CharDfa::kDead);
+  EXPECT_EQ(run(*d, "aaa"), CharDfa::kDead);
+  EXPECT_TRUE(d->accepts(run(*d, "aac")));
+  // Unanchored: anything around it, but it must come.
+  auto b = dfa_of("b", 2, CharDfa::kNoLimit).value();
+  EXPECT_FALSE(b->accepts(run(*b, "b")));  // too short
+  EXPECT_TRUE(b->accepts(run(*b, "\xE4\xB8\xAD" "b")));
+  EXPECT_FALSE(b->accepts(run(*b, "acc")));
+  EXPECT_NE(run(*b, "acc"), CharDfa::kDead);
+  // Lengths no text of the pattern has, and automata past the caps.
+  EXPECT_FALSE(dfa_of("^a{3}$", 0, 2).ok());
+  EXPECT_FALSE(dfa_of("^(aa)*$", 3, 3).ok());
+  EXPECT_TRUE(dfa_of("^(aa)*$", 3, 4).ok());
+  auto wide = dfa_of("[ab]*a[ab]{14}", 0, CharDfa::kNoLimit);  // 2^15 states
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.error().message.find("more than"), std::string::npos) << wide.error().message;
+}
+
 TEST(RegexToGbnf, WholeTextsEscapesAndUnicode) {
   auto date = compiled("^\\d{4}-\\d{2}-\\d{2}$");
   EXPECT_TRUE(matches(date, "2026-12-07"));
@@ -156,6 +233,12 @@ TEST(RegexToGbnf, RefusesWhatItCannotExpress) {
   deep += "a";
   for (int i = 0; i < 100; ++i) deep += ")";
   EXPECT_FALSE(regex_to_gbnf(deep).ok());
+  // JSON Schema's reading anchors one end per '^' / '$': with alternatives
+  // at the top each would anchor one of them alone.
+  EXPECT_FALSE(regex_to_gbnf("^a|b", RegexMatch::Search).ok());
+  EXPECT_FALSE(regex_to_gbnf("a|b$", RegexMatch::Search).ok());
+  EXPECT_TRUE(regex_to_gbnf("^(a|b)$", RegexMatch::Search).ok());
+  EXPECT_TRUE(regex_to_gbnf("a|b", RegexMatch::Search).ok());
 }
 
 }  // namespace

@@ -648,6 +648,33 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
       EXPECT_TRUE(json::parse(text, nullptr, false).is_number_integer()) << text;
     }
   }
+  // Patterns (JSON Schema's: found anywhere unless anchored), checked with
+  // std::regex on the finished answers.
+  const json coded = {{"type", "object"},
+                      {"properties",
+                       {{"code", {{"type", "string"}, {"pattern", "^[A-Z]{2}-\\d{3}$"}}},
+                        {"note", {{"type", "string"}, {"pattern", "cat"}, {"maxLength", 16}}}}},
+                      {"required", {"code", "note"}},
+                      {"additionalProperties", false}};
+  int coded_closed = 0;
+  for (int seed = 1; seed <= 4; ++seed) {
+    const json r = test::post(c, "/v1/completions",
+                              {{"prompt", "Once upon a time"},
+                               {"max_tokens", 120},
+                               {"seed", seed},
+                               {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", coded}}}}}});
+    const std::string text = r["choices"][0]["text"].get<std::string>();
+    JsonGrammar gc(JsonSchema::compile(coded).value());
+    EXPECT_TRUE(gc.feed(text)) << text;
+    if (r["choices"][0]["finish_reason"] != "stop") continue;
+    ++coded_closed;
+    const json v = json::parse(text, nullptr, false);
+    ASSERT_TRUE(v.is_object()) << text;
+    EXPECT_TRUE(std::regex_match(v["code"].get<std::string>(), std::regex("[A-Z]{2}-[0-9]{3}"))) << text;
+    EXPECT_TRUE(std::regex_search(v["note"].get<std::string>(), std::regex("cat"))) << text;
+  }
+  std::printf("pattern answers closed: %d of 4\n", coded_closed);
+  EXPECT_GE(coded_closed, 3) << "answers that closed within 120 tokens (measured: 4 of 4)";
   // What the server cannot honour, before any work.
   int status = 0;
   json bad = person;

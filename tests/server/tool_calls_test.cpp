@@ -54,7 +54,7 @@ TEST(ToolCalls, ToolsAndToolChoiceAreParsedOrRefused) {
       "");
   EXPECT_EQ(t.forced, "add");
   json bad_params = kWeather;
-  bad_params["function"]["parameters"]["properties"]["city"]["pattern"] = "^[A-Z]";
+  bad_params["function"]["parameters"]["properties"]["city"]["multipleOf"] = 2;
   json bad_name = kAdd;
   bad_name["function"]["name"] = "add two";
   for (const json& b : {json{{"tools", "x"}}, json{{"tools", {kAdd, kAdd}}}, json{{"tools", {bad_params}}},

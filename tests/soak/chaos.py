@@ -36,7 +36,8 @@ PROMPTS = [
 ]
 
 # Structured output's one-off requests ask for this; a finished answer must be such an object.
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "n": {"type": "integer"},
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8, "pattern": "^[A-Z][a-z]*$"},
+                                           "n": {"type": "integer"},
                                            "ok": {"type": ["boolean", "null"]}},
           "required": ["name", "n"], "additionalProperties": False}
 
@@ -53,7 +54,7 @@ def schema_ok(text):
     except ValueError:
         return False
     return (isinstance(v, dict) and set(v) <= {"name", "n", "ok"} and {"name", "n"} <= set(v)
-            and isinstance(v["name"], str) and len(v["name"]) <= 8
+            and isinstance(v["name"], str) and len(v["name"]) <= 8 and re.fullmatch("[A-Z][a-z]*", v["name"])
             and isinstance(v["n"], int) and not isinstance(v["n"], bool)
             and v.get("ok") in (True, False, None))
 
@@ -276,7 +277,7 @@ class Chaos:
             (b'{"messages": "hi"}', {}), (b'{"prompt": "x"}', {"Content-Type": "text/plain"}),
             (b'{"prompt": "x", "n": 65}', {}), (b"[]", {}), (b'{"prompt": "\\ud800"}', {}),
             (b'{"prompt": "x", "response_format": {"type": "json_schema", "json_schema": {"schema": '
-             b'{"type": "string", "pattern": "a"}}}}', {}),
+             b'{"type": "string", "pattern": "a(?=b)"}}}}', {}),
             (b'{"prompt": "x", "grammar": "root ::= root \\"a\\" | \\"b\\""}', {}),
         ]
         body, hdrs = rng.choice(cases)
