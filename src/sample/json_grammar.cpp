@@ -65,42 +65,45 @@ bool JsonGrammar::number_may_end(const Frame& f) {
   return (f.at == kZero || f.at == kInt || f.at == kFrac || f.at == kExpDigits) && in_range(f);
 }
 
-namespace {
-bool has_bounds(const SchemaNode& n) {
-  return n.kind == SchemaNode::Kind::Integer &&
-         (n.min_int != std::numeric_limits<int64_t>::min() || n.max_int != std::numeric_limits<int64_t>::max());
+Fixed JsonGrammar::number_value(const Frame& f) {
+  Fixed v = static_cast<Fixed>(f.seen) * kFixedOne;
+  if (f.at == kFrac) v += static_cast<Fixed>(f.frac) * pow10_fixed(kFixedDigits - static_cast<int>(f.count));
+  return f.cand ? -v : v;
 }
-}  // namespace
 
-// An integer with bounds keeps its value so far: sign in `cand`, magnitude in `seen`.
+// A number that ends here keeps its schema's rules.
 bool JsonGrammar::in_range(const Frame& f) {
-  if (!has_bounds(*f.node)) return true;
-  const auto mag = static_cast<int64_t>(f.seen);
-  const int64_t v = f.cand ? -mag : mag;
-  return v >= f.node->min_int && v <= f.node->max_int;
+  const NumberRules& rules = f.node->numbers;
+  return !rules.any() || rules.allows(number_value(f));
 }
 
-// Whether some integer the digits so far can still grow into is within the
-// bounds: the value itself, or it followed by j more digits (16 at most).
+// Whether some number the text so far can still grow into keeps the rules:
+// the magnitudes it can become are a few intervals (in units), one for each
+// count of integer digits still to come (16 at most), each with any fraction.
 bool JsonGrammar::range_reachable(const Frame& f) {
-  const SchemaNode& n = *f.node;
-  if (!has_bounds(n)) return true;
-  auto hits = [&](int64_t a, int64_t b) {  // magnitudes [a, b]
-    const int64_t lo = f.cand ? -b : a, hi = f.cand ? -a : b;
-    return lo <= n.max_int && hi >= n.min_int;
-  };
-  int64_t most = 1;
-  for (uint32_t k = 0; k < kMaxSchemaDigits; ++k) most *= 10;
-  if (f.at == kMinus) return hits(0, most - 1);  // "-0", or any digits
-  const auto v = static_cast<int64_t>(f.seen);
-  if (hits(v, v)) return true;
-  if (f.at == kZero) return false;  // nothing follows a leading zero
-  int64_t p = 1;
-  for (uint32_t k = f.count; k < kMaxSchemaDigits; ++k) {
-    p *= 10;
-    if (hits(v * p, v * p + p - 1)) return true;
+  const NumberRules& rules = f.node->numbers;
+  if (!rules.any()) return true;
+  auto hits = [&](Fixed lo, Fixed hi) { return f.cand ? rules.reachable(-hi, -lo) : rules.reachable(lo, hi); };
+  const Fixed d = static_cast<Fixed>(f.seen);
+  switch (f.at) {
+    case kMinus:  // "-0", or any digits
+      return hits(0, kFixedLimit - 1);
+    case kZero:
+    case kDot:
+      return hits(d * kFixedOne, (d + 1) * kFixedOne - 1);
+    case kFrac: {
+      const Fixed v = number_value(f) * (f.cand ? -1 : 1);
+      return hits(v, v + pow10_fixed(kFixedDigits - static_cast<int>(f.count)) - 1);
+    }
+    case kInt: {
+      Fixed p = kFixedOne;
+      for (uint32_t k = f.count; k <= kMaxSchemaDigits; ++k, p *= 10)
+        if (hits(d * p, (d + 1) * p - 1)) return true;
+      return false;
+    }
+    default:
+      return true;  // exponents: only numbers without rules have them
   }
-  return false;
 }
 
 bool JsonGrammar::can_end() const {
@@ -529,9 +532,13 @@ bool JsonGrammar::number_step(Reading& r, char c) {
     t.count = count;
     return true;
   };
-  // An integer part's digit: its value so far for bounds (integers only).
+  const bool rules = t.node->numbers.any();
+  // A digit of the integer part or the fraction: the value so far, for the rules.
   auto digit = [&](NumberAt at, uint32_t count) {
-    if (integer) t.seen = t.seen * 10 + static_cast<uint64_t>(c - '0');
+    if (at == kFrac)
+      t.frac = t.frac * 10 + static_cast<uint64_t>(c - '0');
+    else
+      t.seen = t.seen * 10 + static_cast<uint64_t>(c - '0');
     return to(at, count) && range_reachable(t);
   };
   switch (t.at) {
@@ -543,14 +550,15 @@ bool JsonGrammar::number_step(Reading& r, char c) {
     case kFrac:
     case kExpDigits:
       if (is_digit(c))
-        return room && (t.at == kInt ? digit(kInt, t.count + 1) : to(static_cast<NumberAt>(t.at), t.count + 1));
+        return room &&
+               (t.at == kExpDigits ? to(kExpDigits, t.count + 1) : digit(static_cast<NumberAt>(t.at), t.count + 1));
       [[fallthrough]];
     case kZero:
-      if (c == '.' && t.at != kFrac && t.at != kExpDigits) return !integer && to(kDot, 0);
-      if ((c == 'e' || c == 'E') && t.at != kExpDigits) return !integer && to(kExp, 0);
+      if (c == '.' && t.at != kFrac && t.at != kExpDigits) return !integer && to(kDot, 0) && range_reachable(t);
+      if ((c == 'e' || c == 'E') && t.at != kExpDigits) return !integer && !rules && to(kExp, 0);
       return in_range(t) && value_done(r) && step(r, c);  // c belongs to what follows the number
     case kDot:
-      return is_digit(c) && to(kFrac, 1);
+      return is_digit(c) && digit(kFrac, 1);
     case kExp:
       if (c == '+' || c == '-') return to(kExpSign, 0);
       [[fallthrough]];

@@ -76,10 +76,11 @@ class JsonGrammar {
   // cost nothing to declare; new frames are value-initialized (Frame{}).
   struct Frame {
     const SchemaNode* node;
-    uint64_t seen;   // Object: properties present; Integer: the magnitude so far (for bounds);
+    uint64_t seen;   // Object: properties present; Number: the integer part's magnitude so far;
                      // String with a pattern: the character being decoded
     uint64_t cand;   // Object key / Literal: the texts still matching; Number: 1 if negative;
                      // String with a pattern: its automaton's state
+    uint64_t frac;   // Number with rules: the fraction's digits as an integer
     uint32_t count;  // Array: items; String: characters; Number: digits in this part
     uint32_t pos;    // Object key / Literal: bytes matched
     Kind kind;
@@ -121,6 +122,7 @@ class JsonGrammar {
   static bool number_may_end(const Frame& f);
   static bool in_range(const Frame& f);
   static bool range_reachable(const Frame& f);
+  static Fixed number_value(const Frame& f);  // units, signed
   // Whether plain text `b` (`chars` characters) may continue the string or
   // key on top of a reading.
   static bool text_takes(const Frame& t, const std::string& b, uint32_t chars);

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "sample/gbnf.h"
 #include "sample/regex_to_gbnf.h"
@@ -41,7 +43,6 @@ namespace {
 // are ignored as a validator ignores unknown keywords.
 const std::set<std::string>& refused() {
   static const std::set<std::string> k = {"patternProperties",
-                                          "multipleOf",
                                           "not",
                                           "if",
                                           "then",
@@ -86,17 +87,19 @@ const std::set<std::string>& understood() {
                                           "minimum",
                                           "maximum",
                                           "exclusiveMinimum",
-                                          "exclusiveMaximum"};
+                                          "exclusiveMaximum",
+                                          "multipleOf"};
   return k;
 }
 
 const char* kSupported =
     "supported: type, properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength, "
     "pattern, "
-    "minimum, maximum, exclusiveMinimum, exclusiveMaximum (integers), enum, const, anyOf, oneOf, allOf of one "
+    "minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf (numbers), enum, const, anyOf, oneOf, allOf of "
+    "one "
     "schema, $ref";
 
-const char* const kBounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+const char* const kKeywords[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
 
 bool type_matches(const json& v, const std::string& t) {
   if (t == "object") return v.is_object();
@@ -172,9 +175,12 @@ class SchemaCompiler {
       }
     }
 
-    for (const char* k : kBounds)
-      if (s.contains(k) && (types != std::vector<std::string>{"integer"} || s.contains("enum") || s.contains("const")))
-        return fail(at, std::string("'") + k + "' is supported only with \"type\": \"integer\" (and no enum or const)");
+    const bool numeric =
+        std::any_of(types.begin(), types.end(), [](const std::string& t) { return t == "number" || t == "integer"; });
+    for (const char* k : kKeywords)
+      if (s.contains(k) && (!numeric || s.contains("enum") || s.contains("const")))
+        return fail(at, std::string("'") + k +
+                            "' is supported with \"type\": \"number\" or \"integer\" (and no enum or const)");
     if (s.contains("enum") || s.contains("const")) return literal(s, types, at);
 
     if (types.empty()) {  // inferred from the keywords, as schema writers often leave it out
@@ -211,21 +217,40 @@ class SchemaCompiler {
     return &out_.nodes_.emplace_back();
   }
 
-  // An integer's bounds, inclusive: exclusive ones and fractions rounded
-  // inward, all clamped to the 16 digits a schema number may have.
-  Result<const SchemaNode*> bounds(const json& s, SchemaNode* n, const std::string& at) const {
-    constexpr double kLimit = 1e16;
-    for (const char* k : kBounds) {
+  // minimum / maximum / exclusive ones / multipleOf, exactly (number_rules.h).
+  Result<const SchemaNode*> number_rules(const json& s, SchemaNode* n, const std::string& at) const {
+    NumberRules& r = n->numbers;
+    const bool integer = n->kind == SchemaNode::Kind::Integer;
+    for (const char* k : kKeywords) {
       if (!s.contains(k)) continue;
-      if (!s[k].is_number()) return fail(at, std::string("'") + k + "' must be a number");
-      const double v = std::clamp(s[k].get<double>(), -kLimit, kLimit);
       const std::string key = k;
-      if (key == "minimum") n->min_int = std::max(n->min_int, static_cast<int64_t>(std::ceil(v)));
-      if (key == "exclusiveMinimum") n->min_int = std::max(n->min_int, static_cast<int64_t>(std::floor(v)) + 1);
-      if (key == "maximum") n->max_int = std::min(n->max_int, static_cast<int64_t>(std::floor(v)));
-      if (key == "exclusiveMaximum") n->max_int = std::min(n->max_int, static_cast<int64_t>(std::ceil(v)) - 1);
+      if (!s[k].is_number()) return fail(at, "'" + key + "' must be a number");
+      const bool lower = key == "minimum" || key == "exclusiveMinimum";
+      bool exact = false;
+      const std::optional<Fixed> parsed = parse_fixed(s[k].dump(), lower, &exact);  // dump(): its shortest text
+      if (!parsed) return fail(at, "'" + key + "' must be a finite number");
+      const Fixed v = *parsed;
+      if (key == "minimum") r.min = std::max(r.min, v);
+      if (key == "maximum") r.max = std::min(r.max, v);
+      if (key == "exclusiveMinimum") r.min = std::max(r.min, exact ? v + 1 : v);
+      if (key == "exclusiveMaximum") r.max = std::min(r.max, exact ? v - 1 : v);
+      if (key == "multipleOf") {
+        if (!(s[k].get<double>() > 0)) return fail(at, "'multipleOf' must be above 0");
+        if (!exact || v >= kFixedLimit)
+          return fail(at, "'multipleOf' is supported down to 1e-16 and up to 1e32 (a schema number's digits)");
+        r.step = v;
+      }
     }
-    if (n->min_int > n->max_int) return fail(at, "no integer is within its minimum and maximum");
+    // An integer is a multiple of 1 too: of the least common multiple.
+    if (integer && r.any()) {
+      const Fixed a = r.step == 0 ? kFixedOne : r.step;
+      Fixed x = a, y = kFixedOne;
+      while (y != 0) x = std::exchange(y, x % y);                                  // gcd
+      r.step = a / x > kFixedLimit / kFixedOne ? kFixedLimit : a / x * kFixedOne;  // past every value but 0
+    }
+    if (r.any() && !r.reachable(-kFixedLimit + 1, kFixedLimit - 1))
+      return fail(at, std::string("no ") + (integer ? "integer" : "number") +
+                          " of at most 16 digits a part keeps its minimum, maximum and multipleOf");
     return n;
   }
 
@@ -314,8 +339,7 @@ class SchemaCompiler {
     if (type == "number" || type == "integer") {
       n->kind = type == "number" ? SchemaNode::Kind::Number : SchemaNode::Kind::Integer;
       n->bounded_digits = true;
-      if (type == "integer") return bounds(s, n, at);
-      return n;
+      return number_rules(s, n, at);
     }
     if (type == "string") {
       n->kind = SchemaNode::Kind::String;

@@ -6,12 +6,13 @@
 // list), properties, required, additionalProperties, items, minItems,
 // maxItems, minLength, maxLength, pattern (ECMAScript, as regex_to_gbnf.h
 // reads it; found anywhere in the string unless anchored with ^ and $),
-// minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers, enum, const, anyOf, oneOf (read as anyOf:
-// exclusivity is not checked), allOf of one schema, $ref into $defs /
-// definitions / the root (recursion allowed). Annotations (title,
-// description, default, examples, format, ...) are ignored, as JSON Schema
-// 2020-12 treats `format` by default. Constraint keywords outside the subset
-// (bounds on non-integers, multipleOf, not, uniqueItems, ...) are errors, never ignored: a
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum / multipleOf on
+// numbers and integers (exact decimals: number_rules.h), enum, const, anyOf,
+// oneOf (read as anyOf: exclusivity is not checked), allOf of one schema,
+// $ref into $defs / definitions / the root (recursion allowed). Annotations
+// (title, description, default, examples, format, ...) are ignored, as JSON
+// Schema 2020-12 treats `format` by default. Constraint keywords outside the
+// subset (not, uniqueItems, prefixItems, ...) are errors, never ignored: a
 // client must not trust output that a constraint it sent did not shape.
 //
 // As llama.cpp's schema grammars do, an object schema with "properties" and
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "sample/char_dfa.h"
+#include "sample/number_rules.h"
 #include "util/result.h"
 
 namespace ss {
@@ -58,9 +60,10 @@ struct SchemaNode {
   // stands for, escapes decoded); null: none.
   std::shared_ptr<const CharDfa> pattern;
   bool bounded_digits = false;
-  // Integer: minimum / maximum (exclusiveMinimum / exclusiveMaximum made
-  // inclusive), within the 16 digits a schema number has.
-  int64_t min_int = std::numeric_limits<int64_t>::min(), max_int = std::numeric_limits<int64_t>::max();
+  // Number / Integer: minimum / maximum (exclusive ones made inclusive) and
+  // multipleOf (an integer's a multiple of 1 too); a number with rules is
+  // written without an exponent.
+  NumberRules numbers;
   std::vector<std::string> texts;  // compact JSON texts, distinct
   std::vector<const SchemaNode*> alternatives;
 };

@@ -84,17 +84,23 @@ bool valid(const json& v, const json& s, const json& root);
 bool valid_typed(const json& v, const std::string& t, const json& s, const json& root) {
   if (t == "null") return v.is_null();
   if (t == "boolean") return v.is_boolean();
-  if (t == "integer") {
-    if (!v.is_number_integer() || !digits_ok(v)) return false;
-    // Bounds as JSON Schema reads them (on the exact value, not rounded).
+  if (t == "integer" || t == "number") {
+    if (!(t == "integer" ? v.is_number_integer() : v.is_number()) || !digits_ok(v)) return false;
+    // As JSON Schema reads them, on the value (the random values and bounds
+    // here are exact in binary, or close enough for the tolerance below).
     const double x = v.get<double>();
     if (s.contains("minimum") && !(x >= s["minimum"].get<double>())) return false;
     if (s.contains("maximum") && !(x <= s["maximum"].get<double>())) return false;
     if (s.contains("exclusiveMinimum") && !(x > s["exclusiveMinimum"].get<double>())) return false;
     if (s.contains("exclusiveMaximum") && !(x < s["exclusiveMaximum"].get<double>())) return false;
+    if (s.contains("multipleOf")) {
+      const double q = x / s["multipleOf"].get<double>();
+      if (std::fabs(q - std::round(q)) > 1e-9 * std::max(1.0, std::fabs(q))) return false;  // doubles: relative
+    }
+    // (Numbers under rules are written without an exponent, as documented:
+    // the random values here dump without one, and a walk's text never has one.)
     return true;
   }
-  if (t == "number") return v.is_number() && digits_ok(v);
   if (t == "string") return v.is_string() && string_rules_hold(v.get<std::string>(), s);
   if (t == "array") {
     if (!v.is_array()) return false;
@@ -188,7 +194,8 @@ json random_schema(std::mt19937& rng, int depth) {
       return s;
     }
     case 1: {
-      json s = {{"type", "integer"}};
+      json s = {{"type", rng() % 2 ? "integer" : "number"}};
+      if (rng() % 4 == 0) s["multipleOf"] = std::vector<double>{2, 3, 0.5, 0.25, 0.1}[rng() % 5];
       const int64_t lo = static_cast<int64_t>(rng() % 400) - 200;
       switch (rng() % 5) {
         case 0:
@@ -201,7 +208,7 @@ json random_schema(std::mt19937& rng, int depth) {
           s["minimum"] = lo, s["maximum"] = lo + static_cast<int64_t>(rng() % 300);
           break;
         case 3:
-          s["exclusiveMinimum"] = lo - 0.5, s["exclusiveMaximum"] = lo + 20;
+          s["exclusiveMinimum"] = lo - 0.5, s["exclusiveMaximum"] = lo + 20.25;
           break;
         default:
           break;
@@ -502,6 +509,61 @@ TEST(JsonSchema, StringsAreValidUtf8AndLengthsCountCharacters) {
   EXPECT_FALSE(any.feed("{\"\xc3\":1}"));  // keys too
 }
 
+// Bounds and multipleOf on numbers with fractions, decided exactly in
+// units of 1e-16 (number_rules.h).
+TEST(JsonSchema, NumberRulesHoldWhileDigitsAreWritten) {
+  const auto unit = compiled({{"type", "number"}, {"minimum", 0}, {"exclusiveMaximum", 1}});
+  for (const char* good : {"0", "0.5", "0.9999999999999999", "-0", "0.0"}) EXPECT_TRUE(accepts(unit, good)) << good;
+  for (const char* bad : {"1", "1.0", "-0.1", "1e-3", "2", "0.5e0"}) EXPECT_FALSE(accepts(unit, bad)) << bad;
+  JsonGrammar u(unit);
+  EXPECT_FALSE(u.feed("1"));  // 1 and 10-19... are all past it
+  const auto price = compiled({{"type", "object"},
+                               {"properties", {{"p", {{"type", "number"}, {"multipleOf", 0.01}, {"minimum", 0.5}}}}},
+                               {"required", {"p"}}});
+  EXPECT_TRUE(accepts(price, "{\"p\": 12.34}"));
+  EXPECT_TRUE(accepts(price, "{\"p\": 0.5}"));
+  EXPECT_FALSE(accepts(price, "{\"p\": 0.49}"));
+  JsonGrammar p(price);
+  EXPECT_TRUE(p.feed("{\"p\": 12.34"));
+  EXPECT_FALSE(p.feed("5"));  // a third decimal is no multiple of 0.01
+  EXPECT_TRUE(p.feed("0}"));  // 12.340 is
+  // 0.1 as written, not as the double nearest it: 0.3 is a multiple.
+  const auto tenths = compiled({{"type", "number"}, {"multipleOf", 0.1}});
+  EXPECT_TRUE(accepts(tenths, "0.3"));
+  EXPECT_TRUE(accepts(tenths, "-7.2"));
+  EXPECT_FALSE(accepts(tenths, "0.35"));
+  // An integer is a multiple of 1 too; negative bounds; a far maximum.
+  const auto halves = compiled({{"type", "integer"}, {"multipleOf", 1.5}, {"maximum", -2}});
+  EXPECT_TRUE(accepts(halves, "-3"));
+  EXPECT_FALSE(accepts(halves, "-4.5"));
+  EXPECT_FALSE(accepts(halves, "0"));
+  EXPECT_TRUE(accepts(halves, "-300"));
+  const auto big = compiled({{"type", "number"}, {"exclusiveMinimum", 1e15}});
+  EXPECT_TRUE(accepts(big, "1000000000000000.5"));
+  EXPECT_FALSE(accepts(big, "1000000000000000"));
+}
+
+TEST(JsonSchema, FixedPointParsingIsExactAndRoundsOutward) {
+  bool exact = false;
+  EXPECT_TRUE(parse_fixed("0.1", false, &exact) == kFixedOne / 10 && exact);
+  EXPECT_TRUE(parse_fixed("123", false, &exact) == 123 * kFixedOne && exact);
+  EXPECT_TRUE(parse_fixed("-2.5e-1", true, &exact) == -kFixedOne / 4 && exact);
+  EXPECT_TRUE(parse_fixed("1e-17", true, &exact) == 1 && !exact);  // up to the next unit
+  EXPECT_TRUE(parse_fixed("1e-17", false, &exact) == 0 && !exact);
+  EXPECT_TRUE(parse_fixed("-1.5e-16", false, &exact) == -2 && !exact);
+  EXPECT_TRUE(parse_fixed("-1.5e-16", true, &exact) == -1 && !exact);
+  EXPECT_TRUE(parse_fixed("1e40", false, &exact) == kFixedLimit);
+  EXPECT_TRUE(parse_fixed("-1E+40", true, &exact) == -kFixedLimit);
+  EXPECT_TRUE(parse_fixed("0.30000000000000000001", false, &exact) == 3 * kFixedOne / 10 && !exact);
+  for (const char* bad : {"", "-", "1e", ".", "1x", "null"}) EXPECT_FALSE(parse_fixed(bad, false, &exact)) << bad;
+  NumberRules r;
+  r.min = -5, r.max = 7, r.step = 4;
+  EXPECT_TRUE(r.reachable(-9, -3));  // -4
+  EXPECT_FALSE(r.reachable(-3, -1));
+  EXPECT_TRUE(r.allows(0));
+  EXPECT_FALSE(r.allows(8));
+}
+
 TEST(JsonSchema, IntegerBoundsHoldWhileDigitsAreWritten) {
   const auto two_digits = compiled({{"type", "integer"}, {"minimum", 10}, {"maximum", 99}});
   JsonGrammar g(two_digits);
@@ -574,8 +636,12 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
       {{"type", "string"}, {"pattern", "^a{3}$"}, {"maxLength", 2}},
       {{"type", "string"}, {"pattern", "[ab]*a[ab]{14}"}},
       {{"enum", {"x", "y"}}, {"pattern", "^a"}},
-      {{"type", "number"}, {"multipleOf", 2}},
-      {{"type", "object"}, {"properties", {{"age", {{"type", "number"}, {"minimum", 0}}}}}},
+      {{"type", "number"}, {"multipleOf", 0}},
+      {{"type", "number"}, {"multipleOf", 1e-20}},
+      {{"type", "number"}, {"minimum", 0.5}, {"maximum", 0.4}},
+      {{"type", "number"}, {"minimum", 1e20}},
+      {{"type", "integer"}, {"multipleOf", 0.5}, {"minimum", 0.1}, {"maximum", 0.9}},
+      {{"type", "object"}, {"properties", {{"age", {{"type", "string"}, {"minimum", 0}}}}}},
       {{"minimum", 0}},
       {{"type", "integer"}, {"minimum", 5}, {"maximum", 2}},
       {{"type", "integer"}, {"enum", {1, 2}}, {"maximum", 2}},
@@ -599,7 +665,7 @@ TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
     ASSERT_FALSE(r.ok()) << s.dump();
     EXPECT_NE(r.error().message.find("JSON schema at "), std::string::npos) << r.error().message;
   }
-  EXPECT_NE(JsonSchema::compile(bad[7]).error().message.find("/properties/age"), std::string::npos);
+  EXPECT_NE(JsonSchema::compile(bad[11]).error().message.find("/properties/age"), std::string::npos);
   json wide = {{"type", "object"}, {"properties", json::object()}};
   for (int i = 0; i <= JsonSchema::kMaxProperties; ++i) wide["properties"]["p" + std::to_string(i)] = true;
   EXPECT_FALSE(JsonSchema::compile(wide).ok());

@@ -648,14 +648,16 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
       EXPECT_TRUE(json::parse(text, nullptr, false).is_number_integer()) << text;
     }
   }
-  // Patterns (JSON Schema's: found anywhere unless anchored), checked with
-  // std::regex on the finished answers.
-  const json coded = {{"type", "object"},
-                      {"properties",
-                       {{"code", {{"type", "string"}, {"pattern", "^[A-Z]{2}-\\d{3}$"}}},
-                        {"note", {{"type", "string"}, {"pattern", "cat"}, {"maxLength", 16}}}}},
-                      {"required", {"code", "note"}},
-                      {"additionalProperties", false}};
+  // Patterns (JSON Schema's: found anywhere unless anchored) and a number's
+  // bounds and multipleOf, checked on the finished answers' text.
+  const json coded = {
+      {"type", "object"},
+      {"properties",
+       {{"code", {{"type", "string"}, {"pattern", "^[A-Z]{2}-\\d{3}$"}}},
+        {"note", {{"type", "string"}, {"pattern", "cat"}, {"maxLength", 16}}},
+        {"price", {{"type", "number"}, {"exclusiveMinimum", 1}, {"maximum", 50}, {"multipleOf", 0.05}}}}},
+      {"required", {"code", "note", "price"}},
+      {"additionalProperties", false}};
   int coded_closed = 0;
   for (int seed = 1; seed <= 4; ++seed) {
     const json r = test::post(c, "/v1/completions",
@@ -672,13 +674,21 @@ TEST(OpenAiFields, JsonSchemaAnswersFollowTheSchema) {
     ASSERT_TRUE(v.is_object()) << text;
     EXPECT_TRUE(std::regex_match(v["code"].get<std::string>(), std::regex("[A-Z]{2}-[0-9]{3}"))) << text;
     EXPECT_TRUE(std::regex_search(v["note"].get<std::string>(), std::regex("cat"))) << text;
+    // The price's own text: exactly a multiple of 0.05 in (1, 50].
+    const std::regex price_text(R"("price"\s*:\s*(\d+)(?:\.(\d+))?)");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(text, m, price_text)) << text;
+    const std::string frac = m[2].str() + "00";
+    const long long cents = std::stoll(m[1].str()) * 100 + std::stoll(frac.substr(0, 2));
+    EXPECT_TRUE(frac.find_first_not_of('0', 2) == std::string::npos && cents % 5 == 0 && cents > 100 && cents <= 5000)
+        << text;
   }
   std::printf("pattern answers closed: %d of 4\n", coded_closed);
   EXPECT_GE(coded_closed, 3) << "answers that closed within 120 tokens (measured: 4 of 4)";
   // What the server cannot honour, before any work.
   int status = 0;
   json bad = person;
-  bad["properties"]["age"]["multipleOf"] = 2;
+  bad["properties"]["age"]["multipleOf"] = 1e-20;  // finer than a schema number has digits
   const json refused = test::post(
       c, "/v1/completions",
       {{"prompt", "x"}, {"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", bad}}}}}}, &status);

@@ -38,7 +38,9 @@ PROMPTS = [
 # Structured output's one-off requests ask for this; a finished answer must be such an object.
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8, "pattern": "^[A-Z][a-z]*$"},
                                            "n": {"type": "integer"},
-                                           "ok": {"type": ["boolean", "null"]}},
+                                           "ok": {"type": ["boolean", "null"]},
+                                           "p": {"type": "number", "minimum": 0, "exclusiveMaximum": 1,
+                                                 "multipleOf": 0.01}},
           "required": ["name", "n"], "additionalProperties": False}
 
 
@@ -53,7 +55,12 @@ def schema_ok(text):
         v = json.loads(text)
     except ValueError:
         return False
-    return (isinstance(v, dict) and set(v) <= {"name", "n", "ok"} and {"name", "n"} <= set(v)
+    if not isinstance(v, dict):
+        return False
+    p_text = re.search(r'"p"\s*:\s*(-?[0-9.]+)', text)  # the number as written: exactly hundredths in [0, 1)
+    if "p" in v and not (p_text and re.fullmatch(r"0(\.[0-9]{0,2}0*)?|-0(\.0*)?", p_text.group(1))):
+        return False
+    return (set(v) <= {"name", "n", "ok", "p"} and {"name", "n"} <= set(v)
             and isinstance(v["name"], str) and len(v["name"]) <= 8 and re.fullmatch("[A-Z][a-z]*", v["name"])
             and isinstance(v["n"], int) and not isinstance(v["n"], bool)
             and v.get("ok") in (True, False, None))
