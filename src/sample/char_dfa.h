@@ -29,7 +29,7 @@ class CharDfa {
 
   struct Limits {
     size_t max_states = 4096;
-    size_t max_entries = size_t{1} << 18;  // states x classes, the table's size
+    size_t max_entries = size_t{1} << 16;  // states x classes, the table's size
     size_t max_work = size_t{1} << 22;     // the matcher's expansion steps and the states' words while building
   };
 

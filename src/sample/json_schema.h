@@ -81,7 +81,7 @@ class JsonSchema {
   static constexpr int kMaxAlternatives = 64;
   // All the schema's pattern automata together (char_dfa.h): their
   // transitions, and the work building them takes (CharDfa::Limits).
-  static constexpr size_t kMaxPatternEntries = size_t{1} << 19;
+  static constexpr size_t kMaxPatternEntries = size_t{1} << 18;
   static constexpr size_t kMaxPatternWork = size_t{1} << 23;
 
   // Errors name the keyword and where it is ("at /properties/age: ...").

@@ -393,6 +393,9 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       err = {"'messages' must be a non-empty array", "messages"};
       return false;
     }
+    // Earlier calls are written in the form this answer's calls take.
+    const bool parallel_calls = j.contains("parallel_tool_calls") && j["parallel_tool_calls"].is_boolean() &&
+                                j["parallel_tool_calls"].get<bool>();
     for (const auto& m : j["messages"]) {
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
         err = {"each message needs a string 'role'", "messages"};
@@ -410,7 +413,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
         return false;
       }
       // Tool results and the assistant's earlier calls, as the model reads them.
-      if (auto e = tool_history_message(m, msg); !e.empty()) {
+      if (auto e = tool_history_message(m, msg, parallel_calls); !e.empty()) {
         err = {e, "messages"};
         return false;
       }

@@ -52,6 +52,7 @@ std::string parse_tools(const json& j, ToolSetup& out) {
   const bool has_tools = given(j, "tools");
   if (given(j, "parallel_tool_calls") && !j["parallel_tool_calls"].is_boolean())
     return "'parallel_tool_calls' must be a boolean";
+  out.parallel = given(j, "parallel_tool_calls") && j["parallel_tool_calls"].get<bool>();
   if (has_tools) {
     const json& tools = j["tools"];
     if (!tools.is_array()) return "'tools' must be an array of {\"type\": \"function\", \"function\": {...}}";
@@ -109,8 +110,12 @@ std::string tools_system_text(const ToolSetup& t) {
     if (!tool.description.empty()) s += ": " + tool.description;
     s += "\n  arguments: " + tool.parameters.dump() + "\n";
   }
-  s += "Reply with one JSON object: {\"tool_call\": {\"name\": \"<tool name>\", \"arguments\": {<arguments>}}} to "
-       "call a tool";
+  if (t.parallel)
+    s += "Reply with one JSON object: {\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<arguments>}}, "
+         "...]} to call one or more tools at once";
+  else
+    s += "Reply with one JSON object: {\"tool_call\": {\"name\": \"<tool name>\", \"arguments\": {<arguments>}}} to "
+         "call a tool";
   s += t.required ? ".\n" : ", or {\"response\": \"<your reply>\"} to reply directly.\n";
   return s;
 }
@@ -130,7 +135,13 @@ Result<std::shared_ptr<const JsonSchema>> tools_schema(const ToolSetup& t) {
                      {"required", {"name", "arguments"}}});
   }
   const json call = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
-  const json tool_call = {{"type", "object"}, {"properties", {{"tool_call", call}}}, {"required", {"tool_call"}}};
+  const json tool_call =
+      t.parallel ? json{{"type", "object"},
+                        {"properties",
+                         {{"tool_calls",
+                           {{"type", "array"}, {"items", call}, {"minItems", 1}, {"maxItems", kMaxParallelCalls}}}}},
+                        {"required", {"tool_calls"}}}
+                 : json{{"type", "object"}, {"properties", {{"tool_call", call}}}, {"required", {"tool_call"}}};
   if (t.required) {
     doc.update(tool_call);
   } else {
@@ -141,7 +152,7 @@ Result<std::shared_ptr<const JsonSchema>> tools_schema(const ToolSetup& t) {
   return JsonSchema::compile(doc);
 }
 
-std::string tool_history_message(const json& m, ChatMessage& out) {
+std::string tool_history_message(const json& m, ChatMessage& out, bool parallel) {
   const std::string role = out.role;
   if (role == "tool") {
     json response = {{"content", out.content}};
@@ -154,6 +165,7 @@ std::string tool_history_message(const json& m, ChatMessage& out) {
   const json& calls = m["tool_calls"];
   if (!calls.is_array()) return "an assistant message's 'tool_calls' must be an array";
   std::string text;
+  json all = json::array();
   for (const json& c : calls) {
     if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
         !c["function"]["name"].is_string())
@@ -164,24 +176,37 @@ std::string tool_history_message(const json& m, ChatMessage& out) {
       args = a.is_string() ? json::parse(a.get<std::string>(), nullptr, false) : a;
       if (args.is_discarded()) return "a tool call's 'arguments' is a string that is not JSON";
     }
+    const json call = {{"name", c["function"]["name"]}, {"arguments", args}};
+    all.push_back(call);
     if (!text.empty()) text += "\n";
-    text += json{{"tool_call", {{"name", c["function"]["name"]}, {"arguments", args}}}}.dump();
+    text += json{{"tool_call", call}}.dump();
   }
+  if (parallel) text = json{{"tool_calls", all}}.dump();
   out.content = out.content.empty() ? text : out.content + "\n" + text;
   return "";
 }
 
 json tool_reply_fields(const std::string& answer, std::string& finish, bool delta) {
   const json v = json::parse(answer, nullptr, false);
-  if (v.is_object() && v.contains("tool_call") && v["tool_call"].is_object() && v["tool_call"].contains("name") &&
-      v["tool_call"]["name"].is_string()) {
-    const json& c = v["tool_call"];
+  // {"tool_call": {...}}, or {"tool_calls": [{...}, ...]} (parallel calls).
+  json written = json::array();
+  if (v.is_object() && v.contains("tool_call")) written.push_back(v["tool_call"]);
+  if (v.is_object() && v.contains("tool_calls") && v["tool_calls"].is_array()) written = v["tool_calls"];
+  json calls = json::array();
+  for (const json& c : written) {
+    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) {
+      calls.clear();
+      break;
+    }
     json call = {{"id", new_call_id()},
                  {"type", "function"},
                  {"function", {{"name", c["name"]}, {"arguments", c.value("arguments", json::object()).dump()}}}};
-    if (delta) call["index"] = 0;
+    if (delta) call["index"] = calls.size();
+    calls.push_back(std::move(call));
+  }
+  if (!calls.empty()) {
     if (finish == "stop") finish = "tool_calls";
-    return {{"content", nullptr}, {"tool_calls", json::array({call})}};
+    return {{"content", nullptr}, {"tool_calls", calls}};
   }
   if (v.is_object() && v.contains("response") && v["response"].is_string()) return {{"content", v["response"]}};
   return {{"content", answer}};  // cut short (max_tokens): the raw text

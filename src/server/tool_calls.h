@@ -7,8 +7,10 @@
 // The reply turns the former into `tool_calls` (finish_reason "tool_calls")
 // and the latter into plain content. History goes back to the model the same
 // way: an assistant message's tool_calls as the JSON it wrote, a `tool`
-// message as a user message {"tool_response": {...}}. One call per answer
-// (parallel_tool_calls is accepted; the model makes one at a time).
+// message as a user message {"tool_response": {...}}. With
+// parallel_tool_calls true (llama.cpp's default is false, as here) the call
+// becomes {"tool_calls": [{"name": ..., "arguments": {...}}, ...]}: one to
+// kMaxParallelCalls calls in one answer, as llama.cpp's generic form writes them.
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -27,10 +29,12 @@ struct ToolSetup {
   std::vector<Tool> tools;
   bool required = false;  // tool_choice "required" or one named function: no plain answer
   std::string forced;     // tool_choice's named function, if one
+  bool parallel = false;  // parallel_tool_calls true: one or more calls an answer
   bool active() const { return !tools.empty(); }
 };
 
 inline constexpr int kMaxTools = 64;
+inline constexpr int kMaxParallelCalls = 16;
 
 // Reads `tools`, `tool_choice` and `parallel_tool_calls` of a chat body into
 // `out` (inactive when there are none or tool_choice is "none"); returns an
@@ -43,8 +47,9 @@ Result<std::shared_ptr<const JsonSchema>> tools_schema(const ToolSetup& t);
 
 // A history message with OpenAI's tool fields as the text the model reads:
 // an assistant message's `tool_calls`, a `tool` message's result. Returns an
-// error message or "" (`out` then holds the role and text).
-std::string tool_history_message(const nlohmann::json& m, ChatMessage& out);
+// error message or "" (`out` then holds the role and text). `parallel`:
+// calls are written as the answer's {"tool_calls": [...]} form.
+std::string tool_history_message(const nlohmann::json& m, ChatMessage& out, bool parallel);
 
 // The model's answer (JSON the tools schema accepted, or cut short) as the
 // reply's message fields: {"content": null, "tool_calls": [...]} or
