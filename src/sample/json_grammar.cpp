@@ -508,10 +508,10 @@ bool JsonGrammar::array_step(Reading& r, char c) {
       if (c == ']') return n.min_items == 0 && value_done(r);
       if (n.max_items == 0) return false;
       t.at = kArrValue;
-      return start_value(r, n.items, c, 0);
+      return start_value(r, t.count < n.prefix_items.size() ? n.prefix_items[t.count] : n.items, c, 0);
     case kArrValue:
       if (space(r, c)) return true;
-      return start_value(r, n.items, c, 0);
+      return start_value(r, t.count < n.prefix_items.size() ? n.prefix_items[t.count] : n.items, c, 0);
     case kArrAfter:
       if (space(r, c)) return true;
       if (c == ',') {

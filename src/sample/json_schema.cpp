@@ -59,7 +59,6 @@ const std::set<std::string>& refused() {
                                           "propertyNames",
                                           "unevaluatedProperties",
                                           "unevaluatedItems",
-                                          "prefixItems",
                                           "additionalItems",
                                           "$dynamicRef",
                                           "$recursiveRef"};
@@ -73,6 +72,7 @@ const std::set<std::string>& understood() {
                                           "required",
                                           "additionalProperties",
                                           "items",
+                                          "prefixItems",
                                           "minItems",
                                           "maxItems",
                                           "minLength",
@@ -93,11 +93,9 @@ const std::set<std::string>& understood() {
 }
 
 const char* kSupported =
-    "supported: type, properties, required, additionalProperties, items, minItems, maxItems, minLength, maxLength, "
-    "pattern, "
-    "minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf (numbers), enum, const, anyOf, oneOf, allOf of "
-    "one "
-    "schema, $ref";
+    "supported: type, properties, required, additionalProperties, items, prefixItems, minItems, maxItems, "
+    "minLength, maxLength, pattern, minimum, maximum, exclusiveMinimum, exclusiveMaximum, multipleOf (numbers), "
+    "enum, const, anyOf, oneOf, allOf of one schema, $ref";
 
 const char* const kKeywords[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"};
 
@@ -186,7 +184,7 @@ class SchemaCompiler {
     if (types.empty()) {  // inferred from the keywords, as schema writers often leave it out
       if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
         types.push_back("object");
-      else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems"))
+      else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems"))
         types.push_back("array");
       else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern"))
         types.push_back("string");
@@ -350,11 +348,26 @@ class SchemaCompiler {
       SS_ASSIGN_OR_RETURN(n->min_items, count(s, "minItems", 0, at));
       SS_ASSIGN_OR_RETURN(n->max_items, count(s, "maxItems", kNone, at));
       if (n->min_items > n->max_items) return fail(at, "'minItems' is larger than 'maxItems'");
+      // prefixItems (a tuple: pydantic's Tuple[int, str]) for the first
+      // items, `items` for the rest.
+      if (s.contains("prefixItems")) {
+        const json& p = s["prefixItems"];
+        if (!p.is_array()) return fail(at, "'prefixItems' must be an array of schemas");
+        if (p.size() > static_cast<size_t>(JsonSchema::kMaxProperties))
+          return fail(at, "more than " + std::to_string(JsonSchema::kMaxProperties) + " 'prefixItems'");
+        for (size_t i = 0; i < p.size(); ++i) {
+          SS_ASSIGN_OR_RETURN(const SchemaNode* item,
+                              compile(p[i], at + "/prefixItems/" + std::to_string(i), nesting + 1));
+          n->prefix_items.push_back(item);
+        }
+      }
+      const auto fixed = static_cast<uint32_t>(n->prefix_items.size());
       if (!s.contains("items")) {
         n->items = &out_.any_;
       } else if (s["items"].is_boolean() && !s["items"].get<bool>()) {
-        if (n->min_items > 0) return fail(at, "'items' false with 'minItems' above 0 accepts no value");
-        n->max_items = 0;
+        if (n->min_items > fixed)
+          return fail(at, "'items' false with 'minItems' above the 'prefixItems' count accepts no value");
+        n->max_items = std::min(n->max_items, fixed);
       } else {
         SS_ASSIGN_OR_RETURN(n->items, compile(s["items"], at + "/items", nesting + 1));
       }

@@ -3,7 +3,7 @@
 // "json_schema") compiled into the graph the JSON recognizer walks
 // (json_grammar.h). The subset is what structured-output clients send
 // (OpenAI strict schemas, pydantic's model_json_schema()): type (one or a
-// list), properties, required, additionalProperties, items, minItems,
+// list), properties, required, additionalProperties, items, prefixItems, minItems,
 // maxItems, minLength, maxLength, pattern (ECMAScript, as regex_to_gbnf.h
 // reads it; found anywhere in the string unless anchored with ^ and $),
 // minimum / maximum / exclusiveMinimum / exclusiveMaximum / multipleOf on
@@ -51,9 +51,10 @@ struct SchemaNode {
 
   Kind kind = Kind::Any;
   std::vector<Property> properties;
-  uint64_t required = 0;                   // bit i: properties[i] must be present
-  const SchemaNode* additional = nullptr;  // other keys' values; nullptr: no other keys
-  const SchemaNode* items = nullptr;       // nullptr with max_items 0: no items
+  uint64_t required = 0;                        // bit i: properties[i] must be present
+  const SchemaNode* additional = nullptr;       // other keys' values; nullptr: no other keys
+  std::vector<const SchemaNode*> prefix_items;  // the first items' schemas (prefixItems)
+  const SchemaNode* items = nullptr;            // the others'; nullptr: no others (max_items says so)
   uint32_t min_items = 0, max_items = std::numeric_limits<uint32_t>::max();
   uint32_t min_length = 0, max_length = std::numeric_limits<uint32_t>::max();
   // String: "pattern" with the lengths folded in (the characters the string

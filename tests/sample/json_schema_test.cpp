@@ -105,9 +105,11 @@ bool valid_typed(const json& v, const std::string& t, const json& s, const json&
   if (t == "array") {
     if (!v.is_array()) return false;
     if (v.size() < s.value("minItems", size_t{0}) || v.size() > s.value("maxItems", SIZE_MAX)) return false;
-    if (s.contains("items"))
-      for (const json& e : v)
-        if (!valid(e, s["items"], root)) return false;
+    const json prefix = s.value("prefixItems", json::array());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& sub = i < prefix.size() ? prefix[i] : s.value("items", json(true));
+      if (!valid(v[i], sub, root)) return false;
+    }
     return true;
   }
   if (!v.is_object()) return false;  // object
@@ -160,7 +162,7 @@ bool valid(const json& v, const json& s, const json& root) {
   if (types.empty()) {
     if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required"))
       types.push_back("object");
-    else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems"))
+    else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems"))
       types.push_back("array");
     else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern"))
       types.push_back("string");
@@ -256,6 +258,12 @@ json random_schema(std::mt19937& rng, int depth) {
     }
     case 9: {
       json s = {{"type", "array"}, {"items", random_schema(rng, depth + 1)}};
+      if (rng() % 3 == 0) {  // a tuple, then maybe no more items
+        s["prefixItems"] = json::array();
+        s["prefixItems"].push_back(random_schema(rng, depth + 1));
+        s["prefixItems"].push_back(random_schema(rng, depth + 1));
+        if (rng() % 2) s["items"] = false;
+      }
       if (rng() % 2) s["minItems"] = rng() % 2;
       if (rng() % 2) s["maxItems"] = 1 + rng() % 3;
       return s;
@@ -317,8 +325,9 @@ json random_value(std::mt19937& rng, const json& s, const json& root, int depth)
   if (t == "string") return random_text(rng, "ab \"\\");
   if (t == "array") {
     json a = json::array();
-    for (size_t n = rng() % 4; n > 0; --n)
-      a.push_back(random_value(rng, s.value("items", json::object()), root, depth + 1));
+    const json prefix = s.value("prefixItems", json::array());
+    for (size_t n = rng() % 4, i = 0; i < n; ++i)
+      a.push_back(random_value(rng, i < prefix.size() ? prefix[i] : s.value("items", json::object()), root, depth + 1));
     return a;
   }
   if (t == "object") {
@@ -626,6 +635,26 @@ TEST(JsonSchema, PatternsHoldOnTheDecodedCharacters) {
   EXPECT_TRUE(accepts(e, "\"ab\""));
   EXPECT_TRUE(accepts(e, "3"));
   EXPECT_FALSE(accepts(e, "\"x\""));
+}
+
+// pydantic's Tuple[int, str]: prefixItems, and items for the rest.
+TEST(JsonSchema, TuplesTakeTheirItemsInOrder) {
+  const auto pair = compiled({{"type", "array"},
+                              {"prefixItems", {{{"type", "integer"}}, {{"type", "string"}}}},
+                              {"minItems", 2},
+                              {"maxItems", 2}});
+  EXPECT_TRUE(accepts(pair, "[1, \"a\"]"));
+  for (const char* bad : {"[\"a\", 1]", "[1]", "[1, \"a\", 2]", "[]"}) EXPECT_FALSE(accepts(pair, bad)) << bad;
+  const auto rest =
+      compiled({{"type", "array"}, {"prefixItems", {{{"type", "string"}}}}, {"items", {{"type", "null"}}}});
+  EXPECT_TRUE(accepts(rest, "[\"x\", null, null]"));
+  EXPECT_TRUE(accepts(rest, "[]"));
+  EXPECT_FALSE(accepts(rest, "[null]"));
+  const auto closed = compiled({{"prefixItems", {true, true}}, {"items", false}});  // "array" inferred
+  EXPECT_TRUE(accepts(closed, "[1, {}]"));
+  EXPECT_FALSE(accepts(closed, "[1, 2, 3]"));
+  EXPECT_FALSE(JsonSchema::compile({{"prefixItems", {true}}, {"items", false}, {"minItems", 2}}).ok());
+  EXPECT_FALSE(JsonSchema::compile({{"type", "array"}, {"prefixItems", true}}).ok());
 }
 
 TEST(JsonSchema, UnsupportedOrBrokenSchemasAreErrorsThatSayWhere) {
