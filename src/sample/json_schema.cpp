@@ -10,6 +10,7 @@
 
 #include "sample/gbnf.h"
 #include "sample/regex_to_gbnf.h"
+#include "sample/string_formats.h"
 #include "util/utf8.h"
 
 namespace ss {
@@ -257,9 +258,18 @@ class SchemaCompiler {
     SS_ASSIGN_OR_RETURN(n->min_length, count(s, "minLength", 0, at));
     SS_ASSIGN_OR_RETURN(n->max_length, count(s, "maxLength", kNone, at));
     if (n->min_length > n->max_length) return fail(at, "'minLength' is larger than 'maxLength'");
-    if (!s.contains("pattern")) return n;
-    if (!s["pattern"].is_string()) return fail(at, "'pattern' must be a string");
-    auto text = regex_to_gbnf(s["pattern"].get<std::string>(), RegexMatch::Search);
+    // A known "format" shapes the string as a pattern would; beside a
+    // pattern (or unknown) it stays an annotation.
+    std::string pattern;
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) return fail(at, "'pattern' must be a string");
+      pattern = s["pattern"].get<std::string>();
+    } else if (s.contains("format") && s["format"].is_string() && format_pattern(s["format"].get<std::string>())) {
+      pattern = format_pattern(s["format"].get<std::string>());
+    } else {
+      return n;
+    }
+    auto text = regex_to_gbnf(pattern, RegexMatch::Search);
     if (!text.ok()) return fail(at, "'pattern': " + text.error().message);
     auto grammar = Gbnf::parse(*text);
     if (!grammar.ok()) return fail(at, "'pattern': " + grammar.error().message);
@@ -307,7 +317,7 @@ class SchemaCompiler {
     n->kind = SchemaNode::Kind::Literal;
     // A string value must also keep the string keywords beside the enum.
     SchemaNode rules;
-    if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern")) {
+    if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format")) {
       auto made = string_rules(s, &rules, at);
       if (!made.ok()) return made.error();
     }

@@ -9,9 +9,10 @@
 // minimum / maximum / exclusiveMinimum / exclusiveMaximum / multipleOf on
 // numbers and integers (exact decimals: number_rules.h), enum, const, anyOf,
 // oneOf (read as anyOf: exclusivity is not checked), allOf of one schema,
-// $ref into $defs / definitions / the root (recursion allowed). Annotations
-// (title, description, default, examples, format, ...) are ignored, as JSON
-// Schema 2020-12 treats `format` by default. Constraint keywords outside the
+// $ref into $defs / definitions / the root (recursion allowed), format for
+// the formats string_formats.h knows (as a pattern; beside one, or unknown,
+// an annotation). Annotations (title, description, default, examples, ...)
+// are ignored. Constraint keywords outside the
 // subset (not, uniqueItems, prefixItems, ...) are errors, never ignored: a
 // client must not trust output that a constraint it sent did not shape.
 //

@@ -637,6 +637,117 @@ TEST(JsonSchema, PatternsHoldOnTheDecodedCharacters) {
   EXPECT_FALSE(accepts(e, "\"x\""));
 }
 
+// ---- String formats, checked against field-by-field validators (calendar
+// arithmetic, ranges), not against regexes. ----
+
+bool digits_at(const std::string& s, std::initializer_list<size_t> at) {
+  for (size_t i : at)
+    if (i >= s.size() || !std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+bool is_date(const std::string& s) {
+  if (s.size() != 10 || s[4] != '-' || s[7] != '-' || !digits_at(s, {0, 1, 2, 3, 5, 6, 8, 9})) return false;
+  const int y = std::stoi(s.substr(0, 4)), m = std::stoi(s.substr(5, 2)), d = std::stoi(s.substr(8, 2));
+  const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+  static const int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return m >= 1 && m <= 12 && d >= 1 && d <= kDays[m - 1] + (m == 2 && leap);
+}
+
+bool is_time(const std::string& s) {
+  if (s.size() < 9 || s[2] != ':' || s[5] != ':' || !digits_at(s, {0, 1, 3, 4, 6, 7})) return false;
+  if (std::stoi(s.substr(0, 2)) > 23 || std::stoi(s.substr(3, 2)) > 59 || std::stoi(s.substr(6, 2)) > 60) return false;
+  size_t i = 8;
+  if (s[i] == '.') {
+    const size_t start = ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+    if (i == start) return false;
+  }
+  const std::string zone = s.substr(i);
+  if (zone == "Z" || zone == "z") return true;
+  return zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':' && digits_at(zone, {1, 2, 4, 5}) &&
+         std::stoi(zone.substr(1, 2)) <= 23 && std::stoi(zone.substr(4, 2)) <= 59;
+}
+
+bool is_uuid(const std::string& s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash != (s[i] == '-') || (!dash && !std::isxdigit(static_cast<unsigned char>(s[i])))) return false;
+  }
+  return true;
+}
+
+bool is_ipv4(const std::string& s) {
+  int parts = 0;
+  for (size_t i = 0; i <= s.size(); ++parts) {
+    const size_t dot = std::min(s.find('.', i), s.size());
+    const std::string p = s.substr(i, dot - i);
+    if (p.empty() || p.size() > 3 || (p.size() > 1 && p[0] == '0')) return false;
+    for (char c : p)
+      if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    if (std::stoi(p) > 255) return false;
+    i = dot + 1;
+  }
+  return parts == 4;
+}
+
+TEST(JsonSchema, FormatsShapeStringsAsTheirStandardsSay) {
+  std::mt19937 rng(31);
+  auto num = [&](int lo, int hi, int width) {
+    const int v = std::uniform_int_distribution<int>(lo, hi)(rng);
+    std::string t = std::to_string(v);
+    return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(t.size()))), '0') + t;
+  };
+  const auto date = compiled({{"type", "string"}, {"format", "date"}});
+  const auto time = compiled({{"type", "string"}, {"format", "time"}});
+  const auto date_time = compiled({{"type", "string"}, {"format", "date-time"}});
+  const auto uuid = compiled({{"type", "string"}, {"format", "uuid"}});
+  const auto ipv4 = compiled({{"type", "string"}, {"format", "ipv4"}});
+  int valid_n = 0, texts = 0;
+  const char* kYears[] = {"1900", "2000", "2024", "2023", "2100", "0000", "1600", "1996"};
+  const char* kZones[] = {"Z", "z", "+05:30", "-24:00", "+23:59", "", "+5:30", "-00:00"};
+  const char* kOctets[] = {"0", "00", "01", "9", "10", "99", "100", "199", "200", "249", "250", "255", "256", "300"};
+  const std::string hex = "0123456789abcdefABCDEFg";
+  for (int i = 0; i < 3000; ++i) {
+    std::string y = rng() % 2 ? std::string(kYears[rng() % std::size(kYears)]) : num(0, 9999, 4);
+    const std::string d = y + "-" + num(0, 13, 2) + "-" + num(0, 32, 2);
+    std::string t = num(0, 25, 2) + ":" + num(0, 61, 2) + ":" + num(0, 61, 2);
+    if (rng() % 3 == 0) t += "." + num(0, 999, 1);
+    t += kZones[rng() % std::size(kZones)];
+    const std::string sep = std::string(1, "Tt "[rng() % 3]);
+    std::string u;
+    const size_t digits = rng() % 8 == 0 ? hex.size() : hex.size() - 1;  // 'g' in one uuid of 8
+    for (int k = 0; k < 36; ++k) u += (k == 8 || k == 13 || k == 18 || k == 23) ? '-' : hex[rng() % digits];
+    std::string ip;
+    int parts = rng() % 3 != 0 ? 4 : 3;  // one value drawn a statement: the same draws with any compiler
+    parts += rng() % 9 == 0 ? 1 : 0;
+    for (int k = 0; k < parts; ++k) ip += (k ? "." : "") + std::string(kOctets[rng() % std::size(kOctets)]);
+    const std::pair<std::shared_ptr<const JsonSchema>, std::pair<std::string, bool>> cases[] = {
+        {date, {d, is_date(d)}},
+        {time, {t, is_time(t)}},
+        {date_time, {d + sep + t, is_date(d) && sep != " " && is_time(t)}},
+        {uuid, {u, is_uuid(u)}},
+        {ipv4, {ip, is_ipv4(ip)}},
+    };
+    for (const auto& [schema, c] : cases) {
+      ASSERT_EQ(accepts(schema, json(c.first).dump()), c.second) << c.first;
+      valid_n += c.second;
+      ++texts;
+    }
+  }
+  EXPECT_GT(valid_n, texts / 5);
+  EXPECT_LT(valid_n, texts * 4 / 5);
+  const auto email = compiled({{"type", "string"}, {"format", "email"}});
+  for (const char* good : {"a@b.co", "first.last+tag@mail.example.org", "x_y@a-b.c1"})
+    EXPECT_TRUE(accepts(email, json(good).dump())) << good;
+  for (const char* bad : {"a@b", "@b.co", "a..b@c.de", "a@-b.co", "a@b.co.", "a b@c.de", "a@b_c.de"})
+    EXPECT_FALSE(accepts(email, json(bad).dump())) << bad;
+  // Unknown formats, and a format beside a pattern, stay annotations.
+  EXPECT_TRUE(accepts(compiled({{"type", "string"}, {"format", "hostname"}}), "\"not a host!\""));
+  EXPECT_TRUE(accepts(compiled({{"type", "string"}, {"format", "date"}, {"pattern", "^x"}}), "\"xy\""));
+}
+
 // pydantic's Tuple[int, str]: prefixItems, and items for the rest.
 TEST(JsonSchema, TuplesTakeTheirItemsInOrder) {
   const auto pair = compiled({{"type", "array"},
