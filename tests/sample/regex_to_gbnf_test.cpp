@@ -82,9 +82,17 @@ class PatternMaker {
   std::mt19937& rng_;
 };
 
+// Up to six characters of the patterns' alphabet.
+std::string random_text(std::mt19937& rng) {
+  static const std::string alphabet = "ab1.- c";
+  std::string s;
+  for (int n = std::uniform_int_distribution<int>(0, 6)(rng); n > 0; --n)
+    s += alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+  return s;
+}
+
 TEST(RegexToGbnf, AgreesWithStdRegexOnRandomPatterns) {
   std::mt19937 rng(11);
-  const std::string alphabet = "ab1.- c";
   int patterns = 0, texts = 0, matched = 0;
   for (int round = 0; round < 300; ++round) {
     const std::string pattern = PatternMaker(rng).make();
@@ -93,9 +101,7 @@ TEST(RegexToGbnf, AgreesWithStdRegexOnRandomPatterns) {
     const std::regex re(pattern, std::regex::ECMAScript);
     ++patterns;
     for (int k = 0; k < 40; ++k) {
-      std::string s;
-      for (int n = std::uniform_int_distribution<int>(0, 6)(rng); n > 0; --n)
-        s += alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+      const std::string s = random_text(rng);
       const bool want = std::regex_match(s, re);
       matched += want;
       ++texts;
@@ -110,7 +116,6 @@ TEST(RegexToGbnf, AgreesWithStdRegexOnRandomPatterns) {
 // with length limits (char_dfa.h), against std::regex_search and a count.
 TEST(RegexToGbnf, SearchAutomataAgreeWithStdRegexSearchAndLengths) {
   std::mt19937 rng(12);
-  const std::string alphabet = "ab1.- c";
   int patterns = 0, texts = 0, matched = 0, refused = 0;
   for (int round = 0; round < 300; ++round) {
     const std::string pattern = PatternMaker(rng).make();
@@ -128,9 +133,7 @@ TEST(RegexToGbnf, SearchAutomataAgreeWithStdRegexSearchAndLengths) {
     const std::regex re(pattern, std::regex::ECMAScript);
     ++patterns;
     for (int k = 0; k < 40; ++k) {
-      std::string s;
-      for (int n = std::uniform_int_distribution<int>(0, 6)(rng); n > 0; --n)
-        s += alphabet[std::uniform_int_distribution<size_t>(0, alphabet.size() - 1)(rng)];
+      const std::string s = random_text(rng);
       const bool want = std::regex_search(s, re) && s.size() >= lo && s.size() <= hi;
       matched += want;
       ++texts;
@@ -169,7 +172,9 @@ TEST(CharDfa, EveryStateCanStillFinish) {
   // Unanchored: anything around it, but it must come.
   auto b = dfa_of("b", 2, CharDfa::kNoLimit).value();
   EXPECT_FALSE(b->accepts(run(*b, "b")));  // too short
-  EXPECT_TRUE(b->accepts(run(*b, "\xE4\xB8\xAD" "b")));
+  EXPECT_TRUE(b->accepts(run(*b,
+                             "\xE4\xB8\xAD"
+                             "b")));
   EXPECT_FALSE(b->accepts(run(*b, "acc")));
   EXPECT_NE(run(*b, "acc"), CharDfa::kDead);
   // Lengths no text of the pattern has, and automata past the caps.
