@@ -116,7 +116,8 @@ bool type_matches(const json& v, const std::string& t) {
 class SchemaCompiler {
  public:
   static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-  SchemaCompiler(const json& doc, JsonSchema& out) : doc_(doc), out_(out) {}
+  SchemaCompiler(const json& doc, JsonSchema& out, JsonSchema::PatternBudget& budget)
+      : doc_(doc), out_(out), budget_(budget) {}
 
   Result<const SchemaNode*> compile(const json& s, const std::string& at, int nesting) {
     if (nesting > JsonSchema::kMaxNesting)
@@ -274,13 +275,13 @@ class SchemaCompiler {
     auto grammar = Gbnf::parse(*text);
     if (!grammar.ok()) return fail(at, "'pattern': " + grammar.error().message);
     CharDfa::Limits limits;
-    limits.max_entries = std::min(limits.max_entries, JsonSchema::kMaxPatternEntries - pattern_entries_);
-    limits.max_work = std::min(limits.max_work, JsonSchema::kMaxPatternWork - pattern_work_);
+    limits.max_entries = std::min(limits.max_entries, budget_.entries);
+    limits.max_work = std::min(limits.max_work, budget_.work);
     auto dfa =
         CharDfa::build(*grammar, n->min_length, n->max_length == kNone ? CharDfa::kNoLimit : n->max_length, limits);
     if (!dfa.ok()) return fail(at, "'pattern': " + dfa.error().message);
-    pattern_entries_ += (*dfa)->state_count() * (*dfa)->class_count();
-    pattern_work_ += (*dfa)->build_work();
+    budget_.entries -= std::min(budget_.entries, (*dfa)->state_count() * (*dfa)->class_count());
+    budget_.work -= std::min(budget_.work, (*dfa)->build_work());
     n->pattern = *dfa;
     return n;
   }
@@ -462,8 +463,7 @@ class SchemaCompiler {
 
   const json& doc_;
   JsonSchema& out_;
-  size_t pattern_entries_ = 0;               // of the pattern automata built so far
-  size_t pattern_work_ = 0;                  // and the work they took (CharDfa::Limits::max_work)
+  JsonSchema::PatternBudget& budget_;        // for the pattern automata still to build
   std::map<std::string, SchemaNode*> refs_;  // $ref path -> its node
   std::set<const SchemaNode*> resolving_;    // placeholders whose body is being compiled
 };
@@ -484,8 +484,13 @@ int alternatives(const SchemaNode* n, int depth, int cap) {
 }  // namespace
 
 Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const json& schema) {
+  PatternBudget budget;
+  return compile(schema, budget);
+}
+
+Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const json& schema, PatternBudget& budget) {
   auto out = std::make_shared<JsonSchema>();
-  SchemaCompiler c(schema, *out);
+  SchemaCompiler c(schema, *out, budget);
   auto root = c.compile(schema, "", 0);
   if (!root.ok()) return root.error();
   for (const SchemaNode& n : out->nodes_)

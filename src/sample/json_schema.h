@@ -86,8 +86,16 @@ class JsonSchema {
   static constexpr size_t kMaxPatternEntries = size_t{1} << 18;
   static constexpr size_t kMaxPatternWork = size_t{1} << 23;
 
+  // What building pattern automata may still take: one budget can span the
+  // schemas of one request (a chat's tools), so no request buys more.
+  struct PatternBudget {
+    size_t entries = kMaxPatternEntries;
+    size_t work = kMaxPatternWork;
+  };
+
   // Errors name the keyword and where it is ("at /properties/age: ...").
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::json& schema);
+  static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::json& schema, PatternBudget& budget);
   // JSON mode: any object.
   static std::shared_ptr<const JsonSchema> any_object();
 

@@ -55,6 +55,7 @@ std::string parse_tools(const json& j, ToolSetup& out) {
   out.parallel = given(j, "parallel_tool_calls") && j["parallel_tool_calls"].get<bool>();
   if (has_tools) {
     const json& tools = j["tools"];
+    JsonSchema::PatternBudget budget;  // all the tools' patterns together
     if (!tools.is_array()) return "'tools' must be an array of {\"type\": \"function\", \"function\": {...}}";
     if (tools.size() > static_cast<size_t>(kMaxTools)) return "at most " + std::to_string(kMaxTools) + " tools";
     for (const json& t : tools) {
@@ -74,7 +75,7 @@ std::string parse_tools(const json& j, ToolSetup& out) {
       }
       tool.parameters =
           given(f, "parameters") ? f["parameters"] : json{{"type", "object"}, {"properties", json::object()}};
-      if (auto s = JsonSchema::compile(tool.parameters); !s.ok())
+      if (auto s = JsonSchema::compile(tool.parameters, budget); !s.ok())
         return "tool '" + tool.name + "' parameters: " + s.error().message;
       out.tools.push_back(std::move(tool));
     }

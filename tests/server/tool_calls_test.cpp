@@ -69,6 +69,23 @@ TEST(ToolCalls, ToolsAndToolChoiceAreParsedOrRefused) {
             std::string::npos);
 }
 
+// The tools of one request share one budget for their pattern automata: a
+// dozen tools that are each fine alone do not buy a dozen times the work.
+TEST(ToolCalls, PatternsOfAllToolsShareOneBudget) {
+  json tools = json::array();
+  for (int i = 0; i < 12; ++i) {
+    json t = kWeather;
+    t["function"]["name"] = "t" + std::to_string(i);
+    t["function"]["parameters"]["properties"]["city"] = {{"type", "string"}, {"pattern", "[ab]*a[ab]{11}"}};
+    tools.push_back(t);
+  }
+  ASSERT_TRUE(JsonSchema::compile(tools[0]["function"]["parameters"]).ok());  // 4096 states x 6 classes alone
+  ToolSetup few, many;
+  EXPECT_EQ(parse_tools({{"tools", json(tools.begin(), tools.begin() + 2)}}, few), "");
+  const std::string e = parse_tools({{"tools", tools}}, many);
+  EXPECT_NE(e.find("parameters: JSON schema at /properties/city: 'pattern': the pattern "), std::string::npos) << e;
+}
+
 TEST(ToolCalls, TheAnswerIsACallOfAToolOrAReplyWhereAllowed) {
   ToolSetup t;
   ASSERT_EQ(parse_tools({{"tools", {kWeather, kAdd}}}, t), "");
