@@ -182,7 +182,7 @@ std::string tool_history_message(const json& m, ChatMessage& out, bool parallel)
     if (!text.empty()) text += "\n";
     text += json{{"tool_call", call}}.dump();
   }
-  if (parallel) text = json{{"tool_calls", all}}.dump();
+  if (parallel && !all.empty()) text = json{{"tool_calls", all}}.dump();
   out.content = out.content.empty() ? text : out.content + "\n" + text;
   return "";
 }
