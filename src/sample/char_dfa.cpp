@@ -140,6 +140,11 @@ bool CharDfa::any_in(int32_t state, uint32_t lo, uint32_t hi) const {
   return false;
 }
 
+int32_t CharDfa::run(int32_t state, std::string_view text) const {
+  for (size_t i = 0; i < text.size() && state != kDead;) state = step(state, utf8_next(text, i));
+  return state;
+}
+
 int32_t CharDfa::step(int32_t state, uint32_t cp) const {
   if (state < 0 || cp >= kEnd) return kDead;
   return next_[static_cast<size_t>(state) * class_start_.size() + class_of(cp)];

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "sample/gbnf.h"
@@ -46,6 +47,8 @@ class CharDfa {
   int32_t start() const { return 0; }
   // The state after character cp, or kDead.
   int32_t step(int32_t state, uint32_t cp) const;
+  // The state after the UTF-8 text `text` (kDead once a character leads nowhere).
+  int32_t run(int32_t state, std::string_view text) const;
   // Whether some character in [lo, hi] leads to a state.
   bool any_in(int32_t state, uint32_t lo, uint32_t hi) const;
   bool accepts(int32_t state) const { return accept_[static_cast<size_t>(state)] != 0; }

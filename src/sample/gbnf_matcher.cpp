@@ -124,9 +124,7 @@ bool GbnfMatcher::distinct(std::vector<const Node*>& heads) const {
 bool GbnfMatcher::viable(const State& s) const {
   if (s.left == 0) return !s.heads.empty() || s.accepted;
   // Characters the partial one can still become: [lo, hi].
-  const int rest = 6 * (s.left - 1);
-  const uint32_t lo = ((s.cp << 6) | (s.lo & 0x3Fu)) << rest;
-  const uint32_t hi = (((s.cp << 6) | (s.hi & 0x3Fu)) << rest) | ((1u << rest) - 1);
+  const auto [lo, hi] = utf8_partial_range(s.cp, s.left, s.lo, s.hi);
   for (const Node* h : s.heads)
     if (g_->may_match(g_->elem(h->pos), lo, hi)) return true;
   return false;

@@ -65,16 +65,17 @@ bool JsonGrammar::number_may_end(const Frame& f) {
   return (f.at == kZero || f.at == kInt || f.at == kFrac || f.at == kExpDigits) && in_range(f);
 }
 
-Fixed JsonGrammar::number_value(const Frame& f) {
+Fixed JsonGrammar::number_magnitude(const Frame& f) {
   Fixed v = static_cast<Fixed>(f.seen) * kFixedOne;
   if (f.at == kFrac) v += static_cast<Fixed>(f.frac) * pow10_fixed(kFixedDigits - static_cast<int>(f.count));
-  return f.cand ? -v : v;
+  return v;
 }
 
 // A number that ends here keeps its schema's rules.
 bool JsonGrammar::in_range(const Frame& f) {
   const NumberRules& rules = f.node->numbers;
-  return !rules.any() || rules.allows(number_value(f));
+  const Fixed v = number_magnitude(f);
+  return !rules.any() || rules.allows(f.cand ? -v : v);
 }
 
 // Whether some number the text so far can still grow into keeps the rules:
@@ -92,7 +93,7 @@ bool JsonGrammar::range_reachable(const Frame& f) {
     case kDot:
       return hits(d * kFixedOne, (d + 1) * kFixedOne - 1);
     case kFrac: {
-      const Fixed v = number_value(f) * (f.cand ? -1 : 1);
+      const Fixed v = number_magnitude(f);
       return hits(v, v + pow10_fixed(kFixedDigits - static_cast<int>(f.count)) - 1);
     }
     case kInt: {
@@ -177,9 +178,7 @@ bool JsonGrammar::pattern_byte(Frame& t, char c, uint8_t was, uint8_t left) {
   if (left > 0 || (was == kBody && u >= 0x80)) {  // UTF-8: string_byte has set what the next byte may be
     t.seen = left > 0 ? (t.seen << 6) | (u & 0x3Fu) : utf8_lead(u).bits;
     if (t.u8_left > 0) {
-      const int rest = 6 * (t.u8_left - 1);
-      const auto lo = static_cast<uint32_t>(((t.seen << 6) | (t.u8_lo & 0x3Fu)) << rest);
-      const auto hi = static_cast<uint32_t>((((t.seen << 6) | (t.u8_hi & 0x3Fu)) << rest) | ((1u << rest) - 1));
+      const auto [lo, hi] = utf8_partial_range(static_cast<uint32_t>(t.seen), t.u8_left, t.u8_lo, t.u8_hi);
       return dfa.any_in(state, lo, hi);
     }
     cp = static_cast<uint32_t>(t.seen);
@@ -286,9 +285,7 @@ bool JsonGrammar::text_takes(const Frame& t, const std::string& b, uint32_t char
   if (t.kind == Kind::String) {
     if (chars > n.max_length - t.count) return false;
     if (!n.pattern) return true;
-    auto state = static_cast<int32_t>(t.cand);
-    for (size_t i = 0; i < b.size() && state != CharDfa::kDead;) state = n.pattern->step(state, utf8_next(b, i));
-    return state != CharDfa::kDead;
+    return n.pattern->run(static_cast<int32_t>(t.cand), b) != CharDfa::kDead;
   }
   if (n.additional) return true;
   for (size_t i = 0; i < n.properties.size(); ++i) {

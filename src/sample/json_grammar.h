@@ -122,7 +122,7 @@ class JsonGrammar {
   static bool number_may_end(const Frame& f);
   static bool in_range(const Frame& f);
   static bool range_reachable(const Frame& f);
-  static Fixed number_value(const Frame& f);  // units, signed
+  static Fixed number_magnitude(const Frame& f);  // units; the sign is in `cand`
   // Whether plain text `b` (`chars` characters) may continue the string or
   // key on top of a reading.
   static bool text_takes(const Frame& t, const std::string& b, uint32_t chars);

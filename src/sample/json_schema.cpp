@@ -288,14 +288,11 @@ class SchemaCompiler {
 
   // Whether JSON string `v` (UTF-8) fits the string rules of n.
   static bool string_fits(const std::string& v, const SchemaNode& n) {
-    uint32_t chars = 0;
-    int32_t state = n.pattern ? n.pattern->start() : 0;
-    for (size_t i = 0; i < v.size();) {
-      const uint32_t cp = utf8_next(v, i);
-      ++chars;
-      if (n.pattern && (state = n.pattern->step(state, cp)) == CharDfa::kDead) return false;
-    }
-    return chars >= n.min_length && chars <= n.max_length && (!n.pattern || n.pattern->accepts(state));
+    const size_t chars = utf8_chars(v).size();
+    if (chars < n.min_length || chars > n.max_length) return false;
+    if (!n.pattern) return true;
+    const int32_t state = n.pattern->run(n.pattern->start(), v);
+    return state != CharDfa::kDead && n.pattern->accepts(state);
   }
 
   // minItems / maxItems / minLength / maxLength, `absent` if not given.
@@ -318,10 +315,7 @@ class SchemaCompiler {
     n->kind = SchemaNode::Kind::Literal;
     // A string value must also keep the string keywords beside the enum.
     SchemaNode rules;
-    if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format")) {
-      auto made = string_rules(s, &rules, at);
-      if (!made.ok()) return made.error();
-    }
+    if (auto made = string_rules(s, &rules, at); !made.ok()) return made.error();
     for (const json& v : values) {
       if (!types.empty() &&
           std::none_of(types.begin(), types.end(), [&](const std::string& t) { return type_matches(v, t); }))

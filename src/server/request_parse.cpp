@@ -394,8 +394,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       return false;
     }
     // Earlier calls are written in the form this answer's calls take.
-    const bool parallel_calls = j.contains("parallel_tool_calls") && j["parallel_tool_calls"].is_boolean() &&
-                                j["parallel_tool_calls"].get<bool>();
+    const bool parallel_calls = parallel_tool_calls(j);
     for (const auto& m : j["messages"]) {
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
         err = {"each message needs a string 'role'", "messages"};

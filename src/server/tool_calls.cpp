@@ -44,6 +44,11 @@ std::string new_call_id() {
 
 }  // namespace
 
+bool parallel_tool_calls(const json& body) {
+  return given(body, "parallel_tool_calls") && body["parallel_tool_calls"].is_boolean() &&
+         body["parallel_tool_calls"].get<bool>();
+}
+
 std::string parse_tools(const json& j, ToolSetup& out) {
   static const char* kChoiceShapes =
       "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": "
@@ -52,7 +57,7 @@ std::string parse_tools(const json& j, ToolSetup& out) {
   const bool has_tools = given(j, "tools");
   if (given(j, "parallel_tool_calls") && !j["parallel_tool_calls"].is_boolean())
     return "'parallel_tool_calls' must be a boolean";
-  out.parallel = given(j, "parallel_tool_calls") && j["parallel_tool_calls"].get<bool>();
+  out.parallel = parallel_tool_calls(j);
   if (has_tools) {
     const json& tools = j["tools"];
     JsonSchema::PatternBudget budget;  // all the tools' patterns together

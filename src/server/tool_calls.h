@@ -36,6 +36,9 @@ struct ToolSetup {
 inline constexpr int kMaxTools = 64;
 inline constexpr int kMaxParallelCalls = 16;
 
+// parallel_tool_calls true (a value that is not a boolean is parse_tools' 400).
+bool parallel_tool_calls(const nlohmann::json& body);
+
 // Reads `tools`, `tool_choice` and `parallel_tool_calls` of a chat body into
 // `out` (inactive when there are none or tool_choice is "none"); returns an
 // error message (a 400) or "".

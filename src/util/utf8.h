@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ss {
@@ -33,6 +34,14 @@ constexpr Utf8Lead utf8_lead(unsigned char c) {
   if (c >= 0xF0 && c <= 0xF4)
     return {3, c & 0x07u, static_cast<uint8_t>(c == 0xF0 ? 0x90 : 0x80), static_cast<uint8_t>(c == 0xF4 ? 0x8F : 0xBF)};
   return {-1, 0, 0, 0};
+}
+
+// The code points a character partly read can still become, [lo, hi]:
+// `bits` read so far, `left` continuation bytes to come (1-3), the next of
+// which must be in [next_lo, next_hi] (utf8_lead's range, then 0x80-0xBF).
+constexpr std::pair<uint32_t, uint32_t> utf8_partial_range(uint32_t bits, int left, uint8_t next_lo, uint8_t next_hi) {
+  const int rest = 6 * (left - 1);
+  return {((bits << 6) | (next_lo & 0x3Fu)) << rest, (((bits << 6) | (next_hi & 0x3Fu)) << rest) | ((1u << rest) - 1)};
 }
 
 // Decodes one code point at s[i]; returns it and advances i (invalid -> U+FFFD, 1 byte).
