@@ -1,14 +1,16 @@
 // GBNF grammars and regexes as a client sends them (server "grammar",
-// "guided_regex"): parsed, then, if accepted, a matcher fed the input's
-// tail byte by byte and masked over a small vocabulary at each step. The
-// mask must never allow a token that feeding then refuses (caps aside, which
-// the matcher reports), and complete() must imply can_end().
+// "guided_regex"): parsed (token references resolve in a small vocabulary
+// whose token 0 has no bytes: <think> is it, <ab> is "ab"), then, if
+// accepted, a matcher fed tokens the input's tail picks and masked at each
+// step. The mask must allow exactly the tokens feeding takes (caps aside,
+// which the matcher reports), and complete() must imply can_end().
 // Mode bit 1 reads the text as a JSON schema's "pattern" instead (with a
 // maxLength from the mode's high bits): the string's recognizer must allow
 // exactly the tokens that feed.
 // Input: a mode byte (bit 0: a regex), the text, a 0 byte, the bytes to feed.
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,29 +67,44 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!g.ok()) return 0;
     text = g.value();
   }
-  auto g = ss::Gbnf::parse(text);
-  if (!g.ok()) return 0;
   const std::vector<std::string>& vocab = test_vocab();
+  ss::GbnfTokens refs;
+  refs.vocab_size = static_cast<int64_t>(vocab.size());
+  refs.token_of = [](std::string_view t) -> std::optional<int32_t> {
+    if (t == "<think>") return 0;
+    if (t == "<ab>") return 3;
+    return std::nullopt;
+  };
+  auto g = ss::Gbnf::parse(text, &refs);
+  if (!g.ok()) return 0;
   static const ss::TokenTrie trie(vocab);
   ss::GbnfMatcher m(*g);
   std::vector<float> logits(vocab.size());
-  std::string fed;  // what m has taken
+  // What m has taken: tokens, and (id -1) raw bytes read as text.
+  std::vector<std::pair<int32_t, std::string>> fed;
+  auto replay = [&](ss::GbnfMatcher& probe) {
+    for (const auto& [id, bytes] : fed)
+      if (!(id >= 0 ? probe.feed_token(id, bytes) : probe.feed(bytes))) return false;
+    return !probe.dropped_parses();
+  };
   for (size_t i = 0; i < feed.size() && i < 48; ++i) {
     std::fill(logits.begin(), logits.end(), 0.0f);
     const size_t allowed = m.mask(trie, logits, {});
     if (allowed > vocab.size()) std::abort();
     if (!m.dropped_parses() && !m.mask_was_cut())
-      for (size_t id = 1; id < vocab.size(); ++id) {
-        if (logits[id] != 0.0f) continue;  // allowed: feeding it must work
+      for (size_t id = 0; id < vocab.size(); ++id) {
         ss::GbnfMatcher probe(*g);
-        if (!probe.feed(fed) || probe.dropped_parses()) break;
-        if (!probe.feed(vocab[id]) && !probe.dropped_parses()) std::abort();
+        if (!replay(probe)) break;
+        const bool took = probe.feed_token(static_cast<int32_t>(id), vocab[id]);
+        if (took != (logits[id] == 0.0f) && !probe.dropped_parses()) std::abort();
       }
-    const std::string& alt = vocab[static_cast<unsigned char>(feed[i]) % vocab.size()];
-    if (m.feed(feed.substr(i, 1)))
-      fed += feed[i];
-    else if (m.feed(alt))
-      fed += alt;
+    // Even steps a token the byte picks, odd ones the byte itself (any
+    // byte, a character split anywhere).
+    const auto id = static_cast<int32_t>(static_cast<unsigned char>(feed[i]) % vocab.size());
+    if (i % 2 == 0 && m.feed_token(id, vocab[static_cast<size_t>(id)]))
+      fed.emplace_back(id, vocab[static_cast<size_t>(id)]);
+    else if (i % 2 == 1 && m.feed(feed.substr(i, 1)))
+      fed.emplace_back(-1, feed.substr(i, 1));
     if (m.complete() && !m.can_end()) std::abort();
   }
   return 0;

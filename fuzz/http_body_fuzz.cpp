@@ -4,6 +4,7 @@
 // or GBNF grammar whose recognizer takes the body's own bytes (masks and
 // feeds) without trapping.
 #include <cstdlib>
+#include <optional>
 #include <vector>
 
 #include "sample/constraint.h"
@@ -16,7 +17,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   ss::CompletionRequest r;
   ss::RequestError err;
-  const bool parsed = ss::parse_completion_body(body, (data[0] & 1) != 0, data[0] >> 4, r, err);
+  // Token references resolve in the vocabulary below (<s> is its token 0,
+  // which ends generation; <[1]>..<[17]> are the others).
+  static const ss::GbnfTokens refs = [] {
+    ss::GbnfTokens t;
+    t.vocab_size = 18;
+    t.ends = {0};
+    t.token_of = [](std::string_view text) -> std::optional<int32_t> {
+      if (text == "<s>") return 0;
+      return std::nullopt;
+    };
+    return t;
+  }();
+  const bool parsed = ss::parse_completion_body(body, (data[0] & 1) != 0, data[0] >> 4, r, err, &refs);
   if (parsed) {
     if (!r.sampling.validate().ok() || r.logprobs < -1 || r.logprobs > ss::kMaxTopLogprobs) std::abort();
     const std::vector<float> logits = {0.5f, -1.0f, 2.0f, 2.0f, 0.0f, -30.0f, 7.0f};
@@ -33,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<float> logits(vocab.bytes().size());
     for (size_t i = 0; i < body.size() && i < 64; ++i) {
       if (c.mask(vocab, logits, true) > logits.size()) std::abort();
-      if (!c.feed(std::string(1, body[i])))
-        (void)c.feed(vocab.bytes()[static_cast<unsigned char>(body[i]) % vocab.bytes().size()]);
+      const auto id = static_cast<int32_t>(static_cast<unsigned char>(body[i]) % vocab.bytes().size());
+      if (!c.feed(std::string(1, body[i]))) (void)c.feed_token(id, vocab.bytes()[static_cast<size_t>(id)]);
       if (c.complete() && !c.can_end()) std::abort();
     }
   }

@@ -285,11 +285,13 @@ int ChatCommand::run() {
     system_ = text.value();
   }
   const bool tty = isatty(STDIN_FILENO) == 1;
-  auto shape = shape_.load();
-  if (!shape.ok()) return fail(shape.error().message);
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
+  const Tokenizer vocab_tok(model->vocab);
+  const GbnfTokens refs = gbnf_tokens(vocab_tok);
+  auto shape = shape_.load(&refs);
+  if (!shape.ok()) return fail(shape.error().message);
   if (auto st = apply_logit_bias(logit_bias_, model->config.n_vocab, sampling_); !st.ok())
     return fail(st.error().message);
   if (auto st = sampling_.validate(); !st.ok()) return fail(st.error().message);

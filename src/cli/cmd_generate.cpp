@@ -61,19 +61,20 @@ int GenerateCommand::run() {
     if (!text.ok()) return fail(text.error().message);
     prompt_ = text.value();
   }
-  auto loaded = shape_.load();
-  if (!loaded.ok()) return fail(loaded.error().message);
-  const ShapeFlags::Loaded& wanted = loaded.value();
   auto model_r = model_.load();
   if (!model_r.ok()) return fail(model_r.error().message);
   const auto model = model_r.value();
+  const Tokenizer tok(model->vocab);
+  const GbnfTokens refs = gbnf_tokens(tok);
+  auto loaded = shape_.load(&refs);
+  if (!loaded.ok()) return fail(loaded.error().message);
+  const ShapeFlags::Loaded& wanted = loaded.value();
   if (auto st = apply_logit_bias(logit_bias_, model->config.n_vocab, sampling_); !st.ok())
     return fail(st.error().message);
   if (auto st = sampling_.validate(); !st.ok()) return fail(st.error().message);
   auto pols = policy_.resolve(model->config.trained_context);
   if (!pols.ok()) return fail(pols.error().message);
   const StreamMode mode = pols.value()[0];
-  const Tokenizer tok(model->vocab);
   // Special-token texts in the prompt are those tokens (llama.cpp's completion tool does the same).
   std::vector<int32_t> prompt = tok.encode(prompt_, model->vocab.add_bos, /*parse_special=*/true);
   if (prompt.empty()) prompt.push_back(model->vocab.bos >= 0 ? model->vocab.bos : 0);

@@ -28,7 +28,7 @@ void ShapeFlags::add(Flags& app, const std::string& what) {
   app.add("--grammar-file", grammar_file, "read the GBNF grammar from a file").excludes(j).excludes(jf).excludes(g);
 }
 
-Result<ShapeFlags::Loaded> ShapeFlags::load() const {
+Result<ShapeFlags::Loaded> ShapeFlags::load(const GbnfTokens* tokens) const {
   Loaded out;
   SS_ASSIGN_OR_RETURN(const std::string schema, text_or_file(json_schema, json_schema_file));
   if (!schema.empty()) {
@@ -38,7 +38,7 @@ Result<ShapeFlags::Loaded> ShapeFlags::load() const {
   }
   SS_ASSIGN_OR_RETURN(const std::string gbnf, text_or_file(grammar, grammar_file));
   if (!gbnf.empty()) {
-    SS_ASSIGN_OR_RETURN(out.grammar, Gbnf::parse(gbnf));
+    SS_ASSIGN_OR_RETURN(out.grammar, Gbnf::parse(gbnf, tokens));
   }
   return out;
 }

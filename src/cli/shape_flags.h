@@ -23,8 +23,9 @@ struct ShapeFlags {
     std::shared_ptr<const Gbnf> grammar;
     bool any() const { return schema || grammar; }
   };
-  // Read and compiled (before the model loads, so a bad one fails fast).
-  Result<Loaded> load() const;
+  // Read and compiled; a grammar's token references resolve in `tokens`
+  // (the model's vocabulary: gbnf_tokens()).
+  Result<Loaded> load(const GbnfTokens* tokens) const;
 };
 
 }  // namespace ss::cli

@@ -14,6 +14,18 @@ std::unique_ptr<ConstraintVocab> ConstraintVocab::of(const Model& model, const T
   return std::make_unique<ConstraintVocab>(std::move(bytes), model.vocab.eog_ids());
 }
 
+GbnfTokens gbnf_tokens(const Tokenizer& tok) {
+  GbnfTokens out;
+  out.vocab_size = tok.vocab().size();
+  out.token_of = [&tok](std::string_view text) -> std::optional<int32_t> {
+    const std::vector<int32_t> ids = tok.encode(text, /*add_bos=*/false, /*parse_special=*/true);
+    if (ids.size() != 1) return std::nullopt;
+    return ids[0];
+  };
+  out.ends = tok.vocab().eog_ids();
+  return out;
+}
+
 const TokenTrie& ConstraintVocab::trie() const {
   if (!trie_) trie_ = std::make_unique<TokenTrie>(bytes_);
   return *trie_;
@@ -28,6 +40,9 @@ Constraint::Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr
 }
 
 bool Constraint::feed(std::string_view bytes) { return json_ ? json_->feed(bytes) : gbnf_->feed(bytes); }
+bool Constraint::feed_token(int32_t id, std::string_view bytes) {
+  return json_ ? json_->feed(bytes) : gbnf_->feed_token(id, bytes);
+}
 bool Constraint::complete() const { return json_ ? json_->complete() : gbnf_->complete(); }
 bool Constraint::can_end() const { return json_ ? json_->can_end() : gbnf_->can_end(); }
 

@@ -46,6 +46,9 @@ class Constraint {
 
   // False (the state unchanged) if `bytes` cannot continue the answer.
   bool feed(std::string_view bytes);
+  // Token `id` (its bytes `bytes`): as feed(bytes), and a grammar's token
+  // references (gbnf.h) may take it whole.
+  bool feed_token(int32_t id, std::string_view bytes);
   // Nothing may follow the answer.
   bool complete() const;
   // The answer may end here.
@@ -60,6 +63,10 @@ class Constraint {
   std::unique_ptr<GbnfMatcher> gbnf_;
 };
 
+// Where a grammar's token references resolve: `tok`'s vocabulary (`tok`
+// must outlive the result and the grammars parsed with it).
+GbnfTokens gbnf_tokens(const Tokenizer& tok);
+
 // Samples among the `allowed` tokens left in `masked` (sample(span) -> id)
 // and feeds the pick unless it ends generation (is_end(id)). A grammar past
 // its caps may refuse at feed what its mask allowed (which parses a cap
@@ -70,7 +77,7 @@ int32_t sample_and_feed(Constraint& c, const ConstraintVocab& vocab, std::span<f
                         Sample&& sample, IsEnd&& is_end) {
   for (; allowed > 0; --allowed) {
     const int32_t tok = sample(std::span<const float>(masked));
-    if (is_end(tok) || c.feed(vocab.bytes()[static_cast<size_t>(tok)])) return tok;
+    if (is_end(tok) || c.feed_token(tok, vocab.bytes()[static_cast<size_t>(tok)])) return tok;
     masked[static_cast<size_t>(tok)] = -std::numeric_limits<float>::infinity();
   }
   return -1;

@@ -35,7 +35,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 class GbnfParser {
  public:
-  explicit GbnfParser(std::string_view s) : s_(s) {}
+  GbnfParser(std::string_view s, const GbnfTokens* tokens) : s_(s), tokens_(tokens) {}
 
   Result<std::shared_ptr<const Gbnf>> run() {
     if (s_.size() > Gbnf::kMaxTextBytes)
@@ -252,7 +252,11 @@ class GbnfParser {
         alt.push_back(std::move(e));
         if (!count(1)) return false;
       } else if (c == '<' || c == '!') {
-        return fail("token references (<...>, !<...>) are not supported");
+        PElem e;
+        if (!token(e)) return false;
+        last = alt.size();
+        alt.push_back(std::move(e));
+        if (!count(1)) return false;
       } else if (is_word_char(c)) {
         std::string n;
         if (!name(n)) return false;
@@ -299,6 +303,48 @@ class GbnfParser {
       }
       space(nested);
     }
+    return true;
+  }
+
+  // `<[id]>`, `<text>`, or either after `!` (any other token).
+  bool token(PElem& e) {
+    const size_t start = p_;
+    e.kind = GbnfElem::Kind::Token;
+    if (at() == '!') {
+      e.negated = true;
+      ++p_;
+    }
+    if (at() != '<') return fail("expected '<' (a token reference)");
+    const size_t open = p_;
+    const size_t close = s_.find('>', open);
+    if (close == std::string_view::npos) return fail("a token reference without '>'");
+    p_ = close + 1;
+    if (!tokens_) return fail_at(start, "token references (<...>, !<...>) need the model's vocabulary");
+    const std::string_view inner = s_.substr(open + 1, close - open - 1);
+    if (!inner.empty() && inner.front() == '[' && inner.back() == ']') {
+      const std::string_view digits = inner.substr(1, inner.size() - 2);
+      uint64_t id = 0;
+      bool ok = !digits.empty() && digits.size() <= 10;
+      for (const char d : digits) {
+        ok = ok && is_digit(d);
+        id = id * 10 + static_cast<uint64_t>(d - '0');
+      }
+      if (!ok) return fail_at(open, "expected a token id in <[...]>");
+      if (id >= static_cast<uint64_t>(tokens_->vocab_size))
+        return fail_at(open, "token id " + std::string(digits) + " is past the vocabulary (" +
+                                 std::to_string(tokens_->vocab_size) + " tokens)");
+      e.rule = static_cast<uint32_t>(id);
+    } else {
+      const std::string_view text = s_.substr(open, close + 1 - open);
+      const std::optional<int32_t> id = tokens_->token_of ? tokens_->token_of(text) : std::nullopt;
+      if (!id || *id < 0 || *id >= tokens_->vocab_size)
+        return fail_at(open, "'" + std::string(text) + "' is not one token of the vocabulary");
+      e.rule = static_cast<uint32_t>(*id);
+    }
+    const auto& ends = tokens_->ends;
+    if (!e.negated && std::find(ends.begin(), ends.end(), static_cast<int32_t>(e.rule)) != ends.end())
+      return fail_at(open, "token " + std::to_string(e.rule) +
+                               " ends generation: the answer ends where the grammar may end, so no rule reads it");
     return true;
   }
 
@@ -514,6 +560,7 @@ class GbnfParser {
   }
 
   std::string_view s_;
+  const GbnfTokens* tokens_;
   size_t p_ = 0;
   std::vector<PRule> rules_;
   std::unordered_map<std::string, uint32_t> ids_;
@@ -523,7 +570,9 @@ class GbnfParser {
   std::shared_ptr<Gbnf> g_;
 };
 
-Result<std::shared_ptr<const Gbnf>> Gbnf::parse(std::string_view text) { return GbnfParser(text).run(); }
+Result<std::shared_ptr<const Gbnf>> Gbnf::parse(std::string_view text, const GbnfTokens* tokens) {
+  return GbnfParser(text, tokens).run();
+}
 
 Result<std::shared_ptr<const Gbnf>> Gbnf::choice(std::span<const std::string> choices) {
   if (choices.empty()) return make_error("the list of choices is empty");
@@ -551,6 +600,7 @@ Result<std::shared_ptr<const Gbnf>> Gbnf::choice(std::span<const std::string> ch
 
 bool Gbnf::matches(const GbnfElem& e, uint32_t cp) const {
   if (e.kind == GbnfElem::Kind::Any) return true;
+  if (e.kind == GbnfElem::Kind::Token) return false;
   bool in = false;
   for (uint32_t i = e.value; i < e.value + e.count && !in; ++i) in = cp >= ranges_[i].first && cp <= ranges_[i].second;
   return in != e.negated;
@@ -558,6 +608,7 @@ bool Gbnf::matches(const GbnfElem& e, uint32_t cp) const {
 
 bool Gbnf::may_match(const GbnfElem& e, uint32_t lo, uint32_t hi) const {
   if (e.kind == GbnfElem::Kind::Any) return true;
+  if (e.kind == GbnfElem::Kind::Token) return false;
   if (!e.negated) {
     for (uint32_t i = e.value; i < e.value + e.count; ++i)
       if (ranges_[i].first <= hi && ranges_[i].second >= lo) return true;

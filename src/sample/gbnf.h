@@ -12,15 +12,26 @@
 // inside parentheses or follows '|'. Repetitions are rewritten into helper
 // rules as llama.cpp does (x{2,4} -> x x x'; x' ::= x x'' | ...).
 //
+// Token references, as llama.cpp's: `<[id]>` is the token with that id,
+// `<text>` the one token `text` (brackets included) is with special tokens
+// read (`<think>`; a text of several tokens is refused), and `!<[id]>` /
+// `!<text>` any token but that one. They match whole tokens by id, so they
+// reach control tokens (which add no bytes) and ignore what a token spells;
+// they need the model's vocabulary (GbnfTokens) and never match an
+// end-of-generation token (the answer ends where the grammar may end, so
+// `<[eos id]>` is refused).
+//
 // Refused with a message naming the place, never loaded half way: token
-// references (<...>, !<...>), left recursion that would grow the parse
+// references without a vocabulary or naming none of its tokens, left recursion that would grow the parse
 // stack without reading (`x ::= x "a"`: the matcher could not terminate;
 // a loop through rules that may be empty and end their alternatives,
 // `x ::= y x |`, is taken as llama.cpp takes it), undefined or redefined
 // rules, a missing root, and grammars past the caps below (a request's
 // grammar runs on the scheduling thread).
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,11 +47,22 @@ struct GbnfElem {
     Rule,   // a reference: `value` is the rule's index
     Chars,  // one character in ranges [value, value + count) of the range table (negated: not in them)
     Any,    // any character
+    Token,  // one token: `value` is its id (negated: any other token)
   };
   Kind kind = Kind::End;
   bool negated = false;
   uint32_t value = 0;
   uint32_t count = 0;
+};
+
+// The vocabulary token references resolve against.
+struct GbnfTokens {
+  int64_t vocab_size = 0;
+  // The id of the one token `text` is (special tokens read), if it is one.
+  std::function<std::optional<int32_t>(std::string_view)> token_of;
+  // End-of-generation ids: a reference to one is refused (the answer ends
+  // where the grammar may end; !<...> of one is any token).
+  std::vector<int32_t> ends;
 };
 
 class Gbnf {
@@ -51,7 +73,8 @@ class Gbnf {
   static constexpr int kMaxNesting = 64;  // parentheses inside each other
   static constexpr uint32_t kMaxCodePoint = 0x10FFFF;
 
-  static Result<std::shared_ptr<const Gbnf>> parse(std::string_view text);
+  // `tokens`: where token references resolve (none: they are refused).
+  static Result<std::shared_ptr<const Gbnf>> parse(std::string_view text, const GbnfTokens* tokens = nullptr);
   // The grammar of exactly one of `choices` (vLLM's guided_choice).
   static Result<std::shared_ptr<const Gbnf>> choice(std::span<const std::string> choices);
 
@@ -68,7 +91,8 @@ class Gbnf {
   std::span<const std::pair<uint32_t, uint32_t>> ranges(const GbnfElem& e) const {
     return std::span<const std::pair<uint32_t, uint32_t>>(ranges_).subspan(e.value, e.count);
   }
-  // Whether character `cp` matches the character element `e` (Chars / Any).
+  // Whether character `cp` matches the character element `e` (Chars / Any;
+  // a Token element matches no character).
   bool matches(const GbnfElem& e, uint32_t cp) const;
   // Whether some character in [lo, hi] matches it (a partly read UTF-8 character).
   bool may_match(const GbnfElem& e, uint32_t lo, uint32_t hi) const;
@@ -81,5 +105,10 @@ class Gbnf {
   std::vector<std::string> names_;
   uint32_t root_ = 0;
 };
+
+// Whether token `id` matches the Token element `e`.
+inline bool token_matches(const GbnfElem& e, int32_t id) {
+  return e.kind == GbnfElem::Kind::Token && (static_cast<uint32_t>(id) == e.value) != e.negated;
+}
 
 }  // namespace ss

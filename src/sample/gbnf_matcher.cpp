@@ -159,6 +159,40 @@ bool GbnfMatcher::step(const State& from, uint8_t b, State& to) {
   return viable(to);
 }
 
+// Parses whose next element is a token reference that takes `id`, each
+// moved past it. A token read whole leaves no character partly read.
+bool GbnfMatcher::token_step(const State& from, int32_t id, State& to) {
+  to = State{};
+  if (from.left != 0) return false;
+  expansions_ = 0;
+  seen_.clear();
+  for (const Node* h : from.heads)
+    if (token_matches(g_->elem(h->pos), id)) expand(h->pos + 1, h->next, to);
+  if (distinct(to.heads) && !in_mask_) dropped_ = true;
+  return !to.heads.empty() || to.accepted;
+}
+
+void GbnfMatcher::allow_referenced(size_t vocab_size, std::vector<char>& allow) const {
+  if (cur_.left != 0) return;
+  bool any_other = false;  // a !<...>: every token but the excluded one
+  int64_t excluded = -1;   // the one token every !<...> refuses (-1: none)
+  for (const Node* h : cur_.heads) {
+    const GbnfElem& e = g_->elem(h->pos);
+    if (e.kind != GbnfElem::Kind::Token) continue;
+    if (!e.negated) {
+      if (e.value < vocab_size) allow[e.value] = 1;
+    } else if (!any_other) {
+      any_other = true;
+      excluded = e.value;
+    } else if (excluded != static_cast<int64_t>(e.value)) {
+      excluded = -1;  // two refuse different tokens: together they take all
+    }
+  }
+  if (!any_other) return;
+  for (size_t id = 0; id < vocab_size; ++id)
+    if (static_cast<int64_t>(id) != excluded) allow[id] = 1;
+}
+
 std::vector<uint32_t> GbnfMatcher::state_key() const {
   SS_CHECK(cur_.left == 0);
   std::vector<std::vector<uint32_t>> stacks;
@@ -200,6 +234,33 @@ bool GbnfMatcher::feed(std::string_view bytes) {
     std::swap(a, b);
   }
   cur_ = std::move(a);
+  if (base_.nodes.size() > compact_at_) compact();
+  return true;
+}
+
+bool GbnfMatcher::feed_token(int32_t id, std::string_view bytes) {
+  State by_token;
+  const bool token_ok = token_step(cur_, id, by_token);
+  State a = cur_, b;
+  bool chars_ok = !bytes.empty();
+  for (size_t i = 0; i < bytes.size() && chars_ok; ++i) {
+    chars_ok = step(a, static_cast<uint8_t>(bytes[i]), b);
+    std::swap(a, b);
+  }
+  if (!token_ok && !chars_ok) return false;
+  if (!chars_ok) {
+    cur_ = std::move(by_token);
+  } else if (token_ok && a.left != 0) {
+    cur_ = std::move(a);
+    dropped_ = true;
+  } else {
+    if (token_ok) {
+      a.heads.insert(a.heads.end(), by_token.heads.begin(), by_token.heads.end());
+      a.accepted = a.accepted || by_token.accepted;
+      if (distinct(a.heads)) dropped_ = true;
+    }
+    cur_ = std::move(a);
+  }
   if (base_.nodes.size() > compact_at_) compact();
   return true;
 }
@@ -271,9 +332,14 @@ size_t GbnfMatcher::mask(const TokenTrie& trie, std::span<float> logits, std::sp
   if (mask_cut_) rescue(trie, logits, allow);
   in_mask_ = false;
   scratch_ = Table{};
-  if (can_end())
-    for (const int32_t id : ends)
-      if (id >= 0 && static_cast<size_t>(id) < allow.size()) allow[static_cast<size_t>(id)] = 1;
+  // Token references never take an end-of-generation token.
+  std::vector<char> ends_by_bytes;
+  for (const int32_t id : ends)
+    ends_by_bytes.push_back(id >= 0 && static_cast<size_t>(id) < allow.size() && allow[static_cast<size_t>(id)]);
+  allow_referenced(trie.vocab_size(), allow);
+  for (size_t k = 0; k < ends.size(); ++k)
+    if (ends[k] >= 0 && static_cast<size_t>(ends[k]) < allow.size())
+      allow[static_cast<size_t>(ends[k])] = ends_by_bytes[k] || can_end();
   size_t allowed = 0;
   for (size_t id = 0; id < logits.size(); ++id) {
     if (allow[id])

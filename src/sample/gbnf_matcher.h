@@ -53,15 +53,25 @@ class GbnfMatcher {
   GbnfMatcher& operator=(const GbnfMatcher&) = delete;
 
   // False (and the state is unchanged) if `bytes` cannot continue the text.
+  // Read as characters only: token references match nothing here.
   bool feed(std::string_view bytes);
+  // Token `id`, whose bytes are `bytes`: read as a whole by the parses whose
+  // next element is a token reference, and as its characters by the others
+  // (a token without bytes only by the former). False (the state unchanged)
+  // if neither takes it. Should a token end mid-character for the
+  // character readings while a reference takes it too, the reference's
+  // parses are dropped (one partial character is kept for all parses).
+  bool feed_token(int32_t id, std::string_view bytes);
   // The text is a whole root and nothing may follow it.
   bool complete() const { return cur_.left == 0 && cur_.accepted && cur_.heads.empty(); }
   // The text is a whole root (more may follow).
   bool can_end() const { return cur_.left == 0 && cur_.accepted; }
 
-  // Sets logits[id] to -inf for every token whose bytes cannot come next
-  // (tokens without bytes too); the end-of-generation tokens `ends` keep
-  // their logits where can_end(). Returns how many tokens stay allowed.
+  // Sets logits[id] to -inf for every token that cannot come next, as
+  // feed_token judges it (so tokens without bytes too, unless a token
+  // reference takes them); the end-of-generation tokens `ends` keep their
+  // logits where can_end(), and only there. Returns how many tokens stay
+  // allowed.
   size_t mask(const TokenTrie& trie, std::span<float> logits, std::span<const int32_t> ends);
 
   // The state between two characters as grammar positions (each stack top
@@ -117,6 +127,9 @@ class GbnfMatcher {
   void expand(uint32_t pos, const Node* next, State& to);
   void advance(const State& from, uint32_t cp, State& to);
   bool step(const State& from, uint8_t byte, State& to);
+  bool token_step(const State& from, int32_t id, State& to);
+  // The tokens the token references of the state take, into allow.
+  void allow_referenced(size_t vocab_size, std::vector<char>& allow) const;
   bool viable(const State& s) const;
   bool distinct(std::vector<const Node*>& heads) const;  // true if it dropped some
   void visit(const TokenTrie& trie, const TokenTrie::Node& n, size_t depth, std::vector<char>& allow);

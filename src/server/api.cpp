@@ -6,6 +6,7 @@
 #include <random>
 #include <sstream>
 
+#include "sample/constraint.h"
 #include "server/json_text.h"
 #include "server/metrics_text.h"
 #include "server/request_parse.h"
@@ -311,7 +312,8 @@ HttpReply Generation::final_reply(const std::string& text) const {
 
 // ---- Api ----
 
-Api::Api(Scheduler& sched, const ServerOptions& opts) : sched_(sched), opts_(opts) {
+Api::Api(Scheduler& sched, const ServerOptions& opts)
+    : sched_(sched), opts_(opts), gbnf_tokens_(gbnf_tokens(sched.tokenizer())) {
   if (opts_.model_name.empty()) {
     const std::string& src = sched_.model().source;
     opts_.model_name = src.substr(src.find_last_of('/') + 1);
@@ -401,7 +403,7 @@ Api::Outcome Api::handle(const ApiRequest& r, std::function<void()> on_update) {
 Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void()> on_update) {
   CompletionRequest cr;
   RequestError perr;
-  if (!parse_completion_body(r.body, chat, opts_.max_tokens_limit, cr, perr))
+  if (!parse_completion_body(r.body, chat, opts_.max_tokens_limit, cr, perr, &gbnf_tokens_))
     return {error_reply({400, perr.message, perr.param}), nullptr};
   if (!cr.stream && cr.max_tokens < 0 && opts_.default_max_tokens > 0) cr.max_tokens = opts_.default_max_tokens;
   // Every choice's request takes the body's settings; the first also

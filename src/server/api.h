@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "sample/gbnf.h"
 #include "server/chat_template.h"
 #include "server/harmony_split.h"
 #include "server/http_error.h"
@@ -187,6 +188,7 @@ class Api {
   Outcome completion(const ApiRequest& r, bool chat, std::function<void()> on_update);
   Scheduler& sched_;
   ServerOptions opts_;
+  GbnfTokens gbnf_tokens_;  // the model's vocabulary, for grammars' token references
 };
 
 // Constant-time comparison for API keys.

@@ -129,7 +129,7 @@ struct ShapeWay {  // a field that gives the answer's shape
 };
 
 // A grammar, choice list or regex, as the GBNF grammar the matcher runs.
-std::string compile_grammar(const ShapeWay& way, std::shared_ptr<const Gbnf>& grammar) {
+std::string compile_grammar(const ShapeWay& way, std::shared_ptr<const Gbnf>& grammar, const GbnfTokens* tokens) {
   Result<std::shared_ptr<const Gbnf>> g = make_error("");
   if (way.kind == ShapeKind::Choice) {
     const json& c = *way.value;
@@ -152,7 +152,7 @@ std::string compile_grammar(const ShapeWay& way, std::shared_ptr<const Gbnf>& gr
       if (!r.ok()) return "'" + way.name + "': " + r.error().message;
       text = r.value();
     }
-    g = Gbnf::parse(text);
+    g = Gbnf::parse(text, regex ? nullptr : tokens);
   }
   if (!g.ok()) return "'" + way.name + "': " + g.error().message;
   grammar = *g;
@@ -170,7 +170,7 @@ std::string compile_grammar(const ShapeWay& way, std::shared_ptr<const Gbnf>& gr
 // schema, grammar or regex that does not compile is the client's error,
 // named with its place.
 std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchema>& out,
-                                  std::shared_ptr<const Gbnf>& grammar) {
+                                  std::shared_ptr<const Gbnf>& grammar, const GbnfTokens* tokens) {
   out.reset();
   grammar.reset();
   using K = ShapeKind;
@@ -218,7 +218,7 @@ std::string parse_response_format(const json& j, std::shared_ptr<const JsonSchem
   }
   if (ways.size() > 1) return "give one of '" + ways[0].name + "' and '" + ways[1].name + "'";
   if (!format_schema && ways.empty()) return "";
-  if (!format_schema && ways[0].kind != K::Schema) return compile_grammar(ways[0], grammar);
+  if (!format_schema && ways[0].kind != K::Schema) return compile_grammar(ways[0], grammar, tokens);
   json schema = format_schema ? *format_schema : *ways[0].value;
   if (!format_schema && schema.is_string()) {
     schema = json::parse(schema.get<std::string>(), nullptr, false);
@@ -346,7 +346,7 @@ std::string message_text(const json& m, const std::string& role, std::string& ou
 }  // namespace
 
 bool parse_completion_body(const std::string& body, bool chat, int64_t max_tokens_limit, CompletionRequest& out,
-                           RequestError& err) {
+                           RequestError& err, const GbnfTokens* tokens) {
   const json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     err = {"request body is not a JSON object", ""};
@@ -372,7 +372,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     }
     out.echo = j["echo"].get<bool>();
   }
-  if (auto e = parse_response_format(j, out.json_schema, out.grammar); !e.empty()) {
+  if (auto e = parse_response_format(j, out.json_schema, out.grammar, tokens); !e.empty()) {
     err = {e, "response_format"};
     return false;
   }

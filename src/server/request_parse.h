@@ -62,7 +62,9 @@ struct RequestError {
 };
 
 // Either fills `out` and returns true, or fills `err` (always a 400).
+// `tokens`: where a GBNF grammar's token references resolve (none: they are
+// a 400).
 bool parse_completion_body(const std::string& body, bool chat, int64_t max_tokens_limit, CompletionRequest& out,
-                           RequestError& err);
+                           RequestError& err, const GbnfTokens* tokens = nullptr);
 
 }  // namespace ss

@@ -1,8 +1,9 @@
 // GBNF grammars: the parser (gbnf.h) on llama.cpp's syntax and its
 // refusals, and the matcher (gbnf_matcher.h) against an independent oracle
-// (a memoized recursive-descent recognizer over the parsed rules, written
-// here: whole texts and viable prefixes) on random grammars, texts and
-// mutations, and its mask against token-by-token feeding.
+// (a memoized recursive-descent recognizer over the parsed rules, in
+// gbnf_test_support.h: whole texts and viable prefixes) on random grammars,
+// texts and mutations, and its mask against token-by-token feeding. Token
+// references: gbnf_tokens_test.cpp.
 #include "sample/gbnf.h"
 
 #include <gtest/gtest.h>
@@ -16,11 +17,19 @@
 
 #include "sample/constraint.h"
 #include "sample/gbnf_matcher.h"
+#include "sample/gbnf_test_support.h"
 #include "sample/token_trie.h"
 #include "util/utf8.h"
 
 namespace ss {
 namespace {
+
+using gbnf_test::GrammarMaker;
+using gbnf_test::kAlphabet;
+using gbnf_test::mutate;
+using gbnf_test::Oracle;
+using gbnf_test::test_vocab;
+using gbnf_test::TextMaker;
 
 std::shared_ptr<const Gbnf> parsed(const std::string& text) {
   auto g = Gbnf::parse(text);
@@ -44,251 +53,6 @@ bool accepts(const std::shared_ptr<const Gbnf>& g, const std::string& text, bool
 bool viable(const std::shared_ptr<const Gbnf>& g, const std::string& text) {
   GbnfMatcher m(g);
   return m.feed(text);
-}
-
-// ---- The oracle: what rule r derives from s[i..], written against the
-// flat rule table only, sharing no code with the matcher. A rule may come
-// back to itself at the same place (`r ::= x r | ` with x able to be
-// empty), so both tables are least fixed points: passes over memoized
-// approximations until none grows. ----
-class Oracle {
- public:
-  Oracle(const Gbnf& g, const std::string& text) : g_(g) {
-    for (size_t i = 0; i < text.size();) cps_.push_back(utf8_next(text, i));
-    n_ = cps_.size();
-    words_ = (n_ + 1 + 63) / 64;
-    const size_t cells = g.rule_count() * (n_ + 1);
-    ends_.assign(cells * words_, 0);
-    viable_.assign(cells, 0);
-    state_.assign(cells, 0);
-  }
-  bool accepts() {
-    settle();
-    return has(ends(cell(g_.root(), 0)), n_);
-  }
-  // The text is the prefix of a text the root derives (every rule of the
-  // test grammars derives some text, so reaching the end is enough).
-  bool prefix() {
-    settle();
-    return viable_[cell(g_.root(), 0)] != 0;
-  }
-
- private:
-  using Bits = std::vector<uint64_t>;  // a set of text positions 0..n
-  size_t cell(uint32_t r, size_t i) const { return r * (n_ + 1) + i; }
-  uint64_t* ends(size_t c) { return &ends_[c * words_]; }
-  static bool has(const uint64_t* b, size_t j) { return (b[j / 64] >> (j % 64)) & 1; }
-  static void add(uint64_t* b, size_t j) { b[j / 64] |= uint64_t{1} << (j % 64); }
-
-  void settle() {
-    do {
-      changed_ = false;
-      ++pass_;
-      rule(g_.root(), 0);
-    } while (changed_);
-  }
-  // Recomputes (r, i) once a pass (state_ == pass_: done or in progress,
-  // which reads as it stands).
-  void rule(uint32_t r, size_t i) {
-    const size_t c = cell(r, i);
-    if (state_[c] == pass_) return;
-    state_[c] = pass_;
-    Bits out(ends(c), ends(c) + words_);
-    bool v = viable_[c] || i == n_;
-    for (const uint32_t a : g_.alternatives(r)) {
-      Bits at(words_, 0);
-      add(at.data(), i);
-      for (uint32_t p = a; g_.elem(p).kind != GbnfElem::Kind::End; ++p) {
-        Bits next(words_, 0);
-        bool any = false;
-        for (size_t j = 0; j <= n_; ++j) {
-          if (!has(at.data(), j)) continue;
-          if (j == n_) v = true;  // the text ends inside this alternative
-          if (g_.elem(p).kind == GbnfElem::Kind::Rule) {
-            rule(g_.elem(p).value, j);
-            const size_t sub = cell(g_.elem(p).value, j);
-            v = v || viable_[sub];
-            for (size_t w = 0; w < words_; ++w) next[w] |= ends(sub)[w];
-          } else if (j < n_ && g_.matches(g_.elem(p), cps_[j])) {
-            add(next.data(), j + 1);
-          }
-        }
-        at = std::move(next);
-        for (const uint64_t w : at) any = any || w;
-        if (!any) break;
-      }
-      for (size_t w = 0; w < words_; ++w) out[w] |= at[w];
-      v = v || has(at.data(), n_);
-    }
-    if (!std::equal(out.begin(), out.end(), ends(c)) || v != (viable_[c] != 0)) changed_ = true;
-    std::copy(out.begin(), out.end(), ends(c));
-    viable_[c] = v;
-  }
-
-  const Gbnf& g_;
-  std::vector<uint32_t> cps_;
-  size_t n_ = 0, words_ = 0;
-  std::vector<uint64_t> ends_;   // per cell: a Bits of words_ words
-  std::vector<uint8_t> viable_;  // per cell
-  std::vector<uint32_t> state_;  // per cell: the pass that computed it
-  uint32_t pass_ = 0;
-  bool changed_ = false;
-};
-
-// ---- Random grammars over a small alphabet with multi-byte characters. ----
-const std::vector<std::string> kAlphabet = {"a", "b", "c", "\xC3\xA9" /* é */, "\xE4\xB8\xAD" /* 中 */, "x"};
-
-class GrammarMaker {
- public:
-  explicit GrammarMaker(std::mt19937& rng) : rng_(rng) {}
-  // Rule i's first alternative refers only to later rules, and the last
-  // rule's to none: every rule derives some text.
-  std::string make() {
-    const int rules = 1 + pick(4);
-    std::string out;
-    for (int i = 0; i < rules; ++i) {
-      out += (i == 0 ? std::string("root") : "r" + std::to_string(i)) + " ::= ";
-      const int alts = 1 + pick(3);
-      for (int a = 0; a < alts; ++a) {
-        if (a) out += pick(2) ? " | " : " |\n    ";
-        out += sequence(i, rules, a == 0, 0);
-      }
-      out += pick(3) == 0 ? "  # a comment\n" : "\n";
-    }
-    return out;
-  }
-
- private:
-  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
-  std::string symbol(int rule, int rules, bool first, int depth) {
-    switch (pick(depth < 2 ? 8 : 6)) {
-      case 0: {
-        std::string lit = "\"";
-        for (int k = 1 + pick(2); k > 0; --k) lit += kAlphabet[static_cast<size_t>(pick(5))];
-        return lit + "\"";
-      }
-      case 1:
-        return "[ab]";
-      case 2:
-        return pick(2) ? "[^a]" : "[a-c\xC3\xA9]";
-      case 3:
-        return ".";
-      case 4:
-      case 5: {
-        const int lo = first ? rule + 1 : 1;
-        if (lo >= rules) return "\"" + kAlphabet[static_cast<size_t>(pick(6))] + "\"";
-        const int r = lo + pick(rules - lo);
-        return "r" + std::to_string(r);
-      }
-      default: {
-        std::string g = "(";
-        for (int a = 1 + pick(2); a > 0; --a) g += sequence(rule, rules, first, depth + 1) + (a > 1 ? " | " : "");
-        return g + ")";
-      }
-    }
-  }
-  std::string sequence(int rule, int rules, bool first, int depth) {
-    std::string s;
-    for (int k = 1 + pick(3); k > 0; --k) {
-      s += symbol(rule, rules, first, depth);
-      switch (pick(8)) {
-        case 0:
-          s += "*";
-          break;
-        case 1:
-          s += "+";
-          break;
-        case 2:
-          s += "?";
-          break;
-        case 3: {  // one pick a statement: the order of a call's arguments is the compiler's
-          const int lo = pick(3);
-          const int hi = 2 + pick(2);
-          s += "{" + std::to_string(lo) + "," + std::to_string(hi) + "}";
-        } break;
-        case 4:
-          s += "{2}";
-          break;
-        default:
-          break;
-      }
-      s += " ";
-    }
-    return s;
-  }
-  std::mt19937& rng_;
-};
-
-// A text the grammar derives, by a random derivation that takes each
-// rule's shortest way out once deep.
-class TextMaker {
- public:
-  TextMaker(const Gbnf& g, std::mt19937& rng) : g_(g), rng_(rng), height_(g.rule_count(), 1 << 20) {
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (uint32_t r = 0; r < g.rule_count(); ++r)
-        for (const uint32_t a : g.alternatives(r)) {
-          const int h = alt_height(a);
-          if (h < height_[r]) height_[r] = h, changed = true;
-        }
-    }
-  }
-  bool make(std::string& out) {
-    out.clear();
-    return rule(g_.root(), 0, out);
-  }
-
- private:
-  int alt_height(uint32_t a) const {
-    int h = 1;
-    for (uint32_t p = a; g_.elem(p).kind != GbnfElem::Kind::End; ++p)
-      if (g_.elem(p).kind == GbnfElem::Kind::Rule) h = std::max(h, 1 + height_[g_.elem(p).value]);
-    return std::min(h, 1 << 20);
-  }
-  bool rule(uint32_t r, int depth, std::string& out) {
-    const auto alts = g_.alternatives(r);
-    uint32_t a = alts[std::uniform_int_distribution<size_t>(0, alts.size() - 1)(rng_)];
-    if (depth > 6)
-      for (const uint32_t b : alts)
-        if (alt_height(b) < alt_height(a)) a = b;
-    for (uint32_t p = a; g_.elem(p).kind != GbnfElem::Kind::End; ++p) {
-      const GbnfElem& e = g_.elem(p);
-      if (e.kind == GbnfElem::Kind::Rule) {
-        if (!rule(e.value, depth + 1, out)) return false;
-        continue;
-      }
-      std::vector<std::string> fits;
-      for (const std::string& c : kAlphabet) {
-        size_t i = 0;
-        if (g_.matches(e, utf8_next(c, i))) fits.push_back(c);
-      }
-      if (fits.empty()) return false;
-      out += fits[std::uniform_int_distribution<size_t>(0, fits.size() - 1)(rng_)];
-    }
-    return true;
-  }
-  const Gbnf& g_;
-  std::mt19937& rng_;
-  std::vector<int> height_;
-};
-
-std::string mutate(std::string s, std::mt19937& rng) {
-  const auto chars = utf8_chars(s);
-  std::vector<std::string> v(chars.begin(), chars.end());
-  auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
-  const size_t what = pick(3);
-  if (what == 0 && !v.empty()) v.erase(v.begin() + static_cast<ptrdiff_t>(pick(v.size())));
-  if (what == 1) {
-    const size_t at = pick(v.size() + 1);
-    v.insert(v.begin() + static_cast<ptrdiff_t>(at), kAlphabet[pick(kAlphabet.size())]);
-  }
-  if (what == 2 && !v.empty()) {
-    const size_t at = pick(v.size());
-    v[at] = kAlphabet[pick(kAlphabet.size())];
-  }
-  std::string out;
-  for (const auto& c : v) out += c;
-  return out;
 }
 
 // ---- Parsing ----
@@ -453,27 +217,6 @@ TEST(GbnfMatcher, AgreesWithTheOracleOnRandomGrammars) {
   RecordProperty("refused", refused);
   std::printf("%d grammars (%d refused), %d texts, %d accepted, %d past the caps\n", grammars, refused, texts, accepted,
               capped);
-}
-
-// A vocabulary with multi-character tokens, byte-fallback halves of
-// multi-byte characters and a token without bytes.
-std::vector<std::string> test_vocab() {
-  std::vector<std::string> v = {""};
-  for (const auto& a : kAlphabet) {
-    v.push_back(a);
-    for (const auto& b : kAlphabet) v.push_back(a + b);
-  }
-  v.push_back("\xC3");
-  v.push_back("\xA9");
-  v.push_back("\xE4");
-  v.push_back("\xB8\xAD");
-  v.push_back("\xB8");
-  v.push_back("\xFF");
-  v.push_back("abc");
-  v.push_back(
-      "\xA9"
-      "a");
-  return v;
 }
 
 TEST(GbnfMatcher, MaskEqualsFeedingEachToken) {

@@ -772,6 +772,49 @@ TEST(OpenAiFields, GrammarAnswersFollowTheGrammar) {
       << bad.dump();
 }
 
+// llama.cpp's token references: <[id]> by id, <s> by its text (a control
+// token: no bytes, so only a reference reads it), resolved in the model's
+// vocabulary; what they cannot name is a 400.
+TEST(OpenAiFields, GrammarTokenReferencesNameTheModelsTokens) {
+  auto model = test::stories_gguf();
+  test::TestServer srv(model, test::default_sched());
+  auto c = srv.client();
+  const Tokenizer tok(model->vocab);
+  const std::string prompt = "Once upon a time";
+  std::vector<int32_t> ids = tok.encode(prompt, model->vocab.add_bos);
+  const std::vector<int32_t> forced = tok.encode(" the purple frog", false);
+  ASSERT_GE(forced.size(), 3u);
+  std::string grammar = "root ::=";
+  for (const int32_t id : forced) grammar += " <[" + std::to_string(id) + "]>";
+  grammar += " <s> \".\"\n";
+  for (int seed = 1; seed <= 2; ++seed) {
+    int status = 0;
+    const json r = test::post(
+        c, "/v1/completions",
+        {{"prompt", prompt}, {"max_tokens", 20}, {"temperature", 1.0}, {"seed", seed}, {"grammar", grammar}}, &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    ids.insert(ids.end(), forced.begin(), forced.end());
+    EXPECT_EQ(prompt + r["choices"][0]["text"].get<std::string>(), tok.decode(ids) + ".") << r.dump();
+    ids.resize(ids.size() - forced.size());
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+    EXPECT_GE(r["usage"]["completion_tokens"].get<int>(), static_cast<int>(forced.size()) + 2)
+        << "the references' tokens, <s>, then '.'";
+  }
+  for (const auto& [bad, want] : std::vector<std::pair<std::string, std::string>>{
+           {"root ::= <[100000]>\n", "past the vocabulary (512 tokens)"},
+           {"root ::= \"a\" <purple frog>\n", "'<purple frog>' is not one token"},
+           {"root ::= \"a\" </s>\n", "ends generation"}}) {
+    int status = 0;
+    const json r = test::post(c, "/v1/completions", {{"prompt", "x"}, {"grammar", bad}}, &status);
+    EXPECT_EQ(status, 400) << bad;
+    EXPECT_NE(r["error"]["message"].get<std::string>().find(want), std::string::npos) << r.dump();
+  }
+  // A regex has no token references: '<' and '>' are characters there.
+  const json re = test::post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 8}, {"guided_regex", "<[ab]>"}});
+  const std::string text = re["choices"][0]["text"].get<std::string>();
+  EXPECT_TRUE(text == "<a>" || text == "<b>") << re.dump();
+}
+
 TEST(OpenAiFields, CompletionTextContinuesItsPromptAsTheTokenizerDecodesIt) {
   auto model = test::stories_gguf();
   test::TestServer srv(model, test::default_sched());
