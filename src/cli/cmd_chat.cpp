@@ -104,16 +104,16 @@ class ChatSession {
     g_stop.store(false);
     g_generating.store(true);
     Status st = ok_status();
-    // -j / --grammar: each answer alone has the shape, and ends when it is whole.
+    // -j / --grammar: each answer alone has the shape, and ends when it is
+    // whole (gpt-oss: its final text, after its reasoning).
     std::optional<Constraint> shape;
-    if (shape_.any()) shape.emplace(shape_.schema, shape_.grammar);
+    if (shape_.any())
+      shape.emplace(shape_.schema, shape_.grammar, family_ == ChatFamily::GptOss ? harmony_final_lead() : nullptr);
     while (true) {
       int32_t next = -1;
       if (shape) {
-        masked_.assign(logits_[0].begin(), logits_[0].end());
-        const size_t allowed = shape->mask(*constraint_vocab_, masked_, true);
-        next = sample_and_feed(
-            *shape, *constraint_vocab_, masked_, allowed,
+        next = sample_shaped(
+            *shape, *constraint_vocab_, logits_[0], masked_, true,
             [&](std::span<const float> l) { return sampler_.sample(l, recent()); },
             [&](int32_t t) { return model_->vocab.is_eog(t); });
         if (next < 0) break;  // nothing may come next: the answer so far is all there is
@@ -310,8 +310,6 @@ int ChatCommand::run() {
   EngineOptions eo = eo_r.value();
   size_kv_pools(eo, model->config, mode.policy, 4 * model->config.trained_context);
   if (kv_blocks_ > 0) eo.kv_blocks = kv_blocks_;
-  if (family == ChatFamily::GptOss && shape.value().any())
-    return fail("-j / --grammar cannot shape gpt-oss's Harmony answers (reasoning and channel markers come first)");
   ChatSession chat(model, eo, mode.policy, sampling_, family, chat_template_defaults(model->vocab.chat_template),
                    system_, shape.value());
   if (auto st = chat.start(); !st.ok()) return fail(st.error().message);

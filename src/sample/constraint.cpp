@@ -31,22 +31,42 @@ const TokenTrie& ConstraintVocab::trie() const {
   return *trie_;
 }
 
-Constraint::Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar) {
+Constraint::Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar,
+                       std::shared_ptr<const Gbnf> lead) {
   SS_CHECK((schema == nullptr) != (grammar == nullptr));
   if (schema)
     json_.emplace(std::move(schema));
   else
     gbnf_ = std::make_unique<GbnfMatcher>(std::move(grammar));
+  if (lead) lead_ = std::make_unique<GbnfMatcher>(std::move(lead));
+  leave_lead_if_done();
 }
 
-bool Constraint::feed(std::string_view bytes) { return json_ ? json_->feed(bytes) : gbnf_->feed(bytes); }
+void Constraint::leave_lead_if_done() {
+  if (lead_ && lead_->complete()) lead_.reset();
+}
+
+bool Constraint::feed(std::string_view bytes) {
+  if (lead_) {
+    if (!lead_->feed(bytes)) return false;
+    leave_lead_if_done();
+    return true;
+  }
+  return json_ ? json_->feed(bytes) : gbnf_->feed(bytes);
+}
 bool Constraint::feed_token(int32_t id, std::string_view bytes) {
+  if (lead_) {
+    if (!lead_->feed_token(id, bytes)) return false;
+    leave_lead_if_done();
+    return true;
+  }
   return json_ ? json_->feed(bytes) : gbnf_->feed_token(id, bytes);
 }
-bool Constraint::complete() const { return json_ ? json_->complete() : gbnf_->complete(); }
-bool Constraint::can_end() const { return json_ ? json_->can_end() : gbnf_->can_end(); }
+bool Constraint::complete() const { return !lead_ && (json_ ? json_->complete() : gbnf_->complete()); }
+bool Constraint::can_end() const { return !lead_ && (json_ ? json_->can_end() : gbnf_->can_end()); }
 
 size_t Constraint::mask(const ConstraintVocab& vocab, std::span<float> logits, bool ends_allowed) {
+  if (lead_) return lead_->mask(vocab.trie(), logits, {});
   const std::span<const int32_t> ends = ends_allowed ? vocab.ends() : std::span<const int32_t>();
   return json_ ? json_->mask(vocab.bytes(), logits, ends) : gbnf_->mask(vocab.trie(), logits, ends);
 }

@@ -41,8 +41,13 @@ class ConstraintVocab {
 
 class Constraint {
  public:
-  // One of the two (the other null).
-  Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar);
+  // One of the two (the other null). `lead`, if given, is what the answer
+  // writes first, whole, before the shaped part (gpt-oss's reasoning and
+  // channel header before its final text): the shape starts once the lead
+  // is complete (nothing more may follow it), at a token boundary (a token
+  // that runs past the lead's end is refused).
+  Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar,
+             std::shared_ptr<const Gbnf> lead = nullptr);
 
   // False (the state unchanged) if `bytes` cannot continue the answer.
   bool feed(std::string_view bytes);
@@ -57,8 +62,13 @@ class Constraint {
   // end-of-generation tokens stay where the answer may end, if `ends_allowed`.
   // Returns how many tokens stay allowed.
   size_t mask(const ConstraintVocab& vocab, std::span<float> logits, bool ends_allowed);
+  // The lead is still being written.
+  bool in_lead() const { return lead_ != nullptr; }
 
  private:
+  void leave_lead_if_done();
+
+  std::unique_ptr<GbnfMatcher> lead_;  // until the lead is complete
   std::optional<JsonGrammar> json_;
   std::unique_ptr<GbnfMatcher> gbnf_;
 };
@@ -81,6 +91,28 @@ int32_t sample_and_feed(Constraint& c, const ConstraintVocab& vocab, std::span<f
     masked[static_cast<size_t>(tok)] = -std::numeric_limits<float>::infinity();
   }
   return -1;
+}
+
+// One shaped pick from `logits`: masked (into `masked`, scratch) then
+// sample_and_feed. While the constraint is in its lead (gpt-oss's free
+// reasoning, where nearly every token may come and a mask would step the
+// whole vocabulary), the pick from the unmasked logits is tried first and
+// kept if it feeds (llama.cpp's grammar sampler checks first too): for plain
+// temperature sampling the same distribution, but top-k/top-p/min-p then cut
+// the model's distribution, not the allowed tokens'. An end-of-generation
+// pick goes the masked way (`ends_allowed`: whether it may end at all).
+template <class Sample, class IsEnd>
+int32_t sample_shaped(Constraint& c, const ConstraintVocab& vocab, std::span<const float> logits,
+                      std::vector<float>& masked, bool ends_allowed, Sample&& sample, IsEnd&& is_end) {
+  if (c.in_lead()) {
+    const int32_t tok = sample(logits);
+    if (tok >= 0 && static_cast<size_t>(tok) < vocab.bytes().size() && !is_end(tok) &&
+        c.feed_token(tok, vocab.bytes()[static_cast<size_t>(tok)]))
+      return tok;
+  }
+  masked.assign(logits.begin(), logits.end());
+  const size_t allowed = c.mask(vocab, masked, ends_allowed);
+  return sample_and_feed(c, vocab, masked, allowed, sample, is_end);
 }
 
 }  // namespace ss

@@ -417,6 +417,9 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     req->logprobs = cr.logprobs;
     req->json_schema = cr.json_schema;
     req->grammar = cr.grammar;
+    // gpt-oss reasons and names its channel first: the shape holds its final text.
+    if (chat && (cr.json_schema || cr.grammar) && opts_.chat == ChatFamily::GptOss)
+      req->shape_lead = harmony_final_lead();
     return req;
   };
   auto gr = new_request();
@@ -424,12 +427,11 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
   const size_t n_prompts = chat ? 1 : cr.prompts.size();
-  if (chat && (cr.json_schema || cr.grammar) && opts_.chat == ChatFamily::GptOss)
+  if (chat && cr.tool_calls && opts_.chat == ChatFamily::GptOss)
     return {error_reply({400,
-                         "structured output (response_format) cannot constrain gpt-oss's Harmony answers (reasoning "
-                         "and channel markers come "
-                         "before the final text); ask for JSON in the prompt instead",
-                         cr.tool_calls ? "tools" : "response_format"}),
+                         "tools are not supported for gpt-oss chats (its Harmony tool-call format is not "
+                         "implemented); use response_format for JSON answers",
+                         "tools"}),
             nullptr};
   if (!sid.empty() && (cr.n > 1 || n_prompts > 1))
     return {error_reply({400, "a session continues one conversation: 'n' > 1 and several prompts take no session",

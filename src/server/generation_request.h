@@ -43,7 +43,10 @@ struct GenerationRequest {
   // value closes (or, a top-level number, at end-of-generation). Null: free text.
   std::shared_ptr<const JsonSchema> json_schema;
   std::shared_ptr<const Gbnf> grammar;  // or a GBNF grammar (at most one of the two)
-  std::string session_id;               // empty: a one-off sequence
+  // Written before the shaped part (gpt-oss's reasoning and final header:
+  // harmony_final_lead()); null: the shape starts at once.
+  std::shared_ptr<const Gbnf> shape_lead;
+  std::string session_id;  // empty: a one-off sequence
   // Held for the turn when replicas share the state directory
   // (server/session_lease.h); released once the turn is saved.
   std::shared_ptr<void> lease;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "util/check.h"
+
 namespace ss {
 
 namespace {
@@ -114,6 +116,21 @@ void HarmonySplit::run(Parts& out, bool at_end) {
     pending_.erase(0, pending_.size() - keep);
     return;
   }
+}
+
+std::shared_ptr<const Gbnf> harmony_final_lead() {
+  // not-end: one character of text that does not begin <|end|> (as
+  // llama.cpp writes it: a body cannot end in a prefix of the marker).
+  static const std::shared_ptr<const Gbnf> lead = [] {
+    auto g = Gbnf::parse(
+        "root ::= (\"<|channel|>analysis<|message|>\" not-end* \"<|end|><|start|>assistant\")? "
+        "\"<|channel|>final\" (\" \" \"<|constrain|>\"? [a-zA-Z0-9_-]+)? \"<|message|>\"\n"
+        "not-end ::= [^<] | \"<\" [^|] | \"<|\" [^e] | \"<|e\" [^n] | \"<|en\" [^d] | \"<|end\" [^|] | "
+        "\"<|end|\" [^>]\n");
+    SS_CHECK(g.ok());
+    return *g;
+  }();
+  return lead;
 }
 
 }  // namespace ss

@@ -7,10 +7,22 @@
 // The markers are whole tokens, but a caller may cut text anywhere: a tail
 // that could begin a marker is held until the next piece. Text that is not
 // Harmony (no header where one should be) is content as it is.
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "sample/gbnf.h"
+
 namespace ss {
+
+// What a gpt-oss answer writes before its final text, as a grammar: an
+// optional analysis message (any text without <|end|>), then the final
+// channel's header (llama.cpp's gpt-oss grammar reads the same):
+//   (<|channel|>analysis<|message|>...<|end|><|start|>assistant)?
+//   <|channel|>final( <|constrain|>json)?<|message|>
+// Structured output shapes what follows (Constraint's lead). The markers
+// are matched as text, which the Harmony tokens are (vocab.cpp).
+std::shared_ptr<const Gbnf> harmony_final_lead();
 
 class HarmonySplit {
  public:

@@ -269,7 +269,7 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
   }
   a.sampler.emplace(req->sampling);
   if (req->json_schema || req->grammar) {
-    a.shape.emplace(req->json_schema, req->grammar);
+    a.shape.emplace(req->json_schema, req->grammar, req->shape_lead);
     if (!constraint_vocab_) constraint_vocab_ = ConstraintVocab::of(*model_, tokenizer_);
   }
   a.detok.emplace(tokenizer_, req->answer_starts_text);
@@ -412,10 +412,8 @@ void Scheduler::step() {
     }
     int32_t tok = -1;
     if (a.shape) {  // structured output: only tokens that keep the answer a prefix of one the shape accepts
-      masked_.assign(next.begin(), next.end());
-      const size_t allowed = a.shape->mask(*constraint_vocab_, masked_, !r.ignore_eos);
-      tok = sample_and_feed(
-          *a.shape, *constraint_vocab_, masked_, allowed,
+      tok = sample_shaped(
+          *a.shape, *constraint_vocab_, next, masked_, !r.ignore_eos,
           [&](std::span<const float> l) { return a.sampler->sample(l, a.history); },
           [&](int32_t t) { return model_->vocab.is_eog(t); });
       if (tok < 0) {
