@@ -34,41 +34,81 @@ const TokenTrie& ConstraintVocab::trie() const {
 Constraint::Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar,
                        std::shared_ptr<const Gbnf> lead) {
   SS_CHECK((schema == nullptr) != (grammar == nullptr));
-  if (schema)
-    json_.emplace(std::move(schema));
-  else
-    gbnf_ = std::make_unique<GbnfMatcher>(std::move(grammar));
-  if (lead) lead_ = std::make_unique<GbnfMatcher>(std::move(lead));
+  const ShapePlan::Exit exit{std::move(schema), std::move(grammar)};
+  if (!lead) {
+    start(exit);
+    return;
+  }
+  lead_ = std::make_unique<GbnfMatcher>(std::move(lead));
+  exits_ = {exit};
   leave_lead_if_done();
 }
 
+Constraint::Constraint(const ShapePlan& plan) : exits_(plan.exits), choose_(plan.choose) {
+  SS_CHECK(plan.lead && !plan.exits.empty());
+  lead_ = std::make_unique<GbnfMatcher>(plan.lead);
+  leave_lead_if_done();
+}
+
+void Constraint::start(const ShapePlan::Exit& exit) {
+  SS_CHECK(!(exit.schema && exit.grammar));
+  if (exit.schema) json_.emplace(exit.schema);
+  if (exit.grammar) gbnf_ = std::make_unique<GbnfMatcher>(exit.grammar);
+}
+
 void Constraint::leave_lead_if_done() {
-  if (lead_ && lead_->complete()) lead_.reset();
+  if (!lead_ || !lead_->complete()) return;
+  lead_.reset();
+  const size_t k = choose_ ? choose_(lead_text_) : 0;
+  SS_CHECK(k < exits_.size());
+  start(exits_[k]);
+  lead_text_.clear();
 }
 
 bool Constraint::feed(std::string_view bytes) {
   if (lead_) {
     if (!lead_->feed(bytes)) return false;
+    lead_text_.append(bytes);
     leave_lead_if_done();
     return true;
   }
-  return json_ ? json_->feed(bytes) : gbnf_->feed(bytes);
+  if (json_) return json_->feed(bytes);
+  return gbnf_ ? gbnf_->feed(bytes) : true;
 }
 bool Constraint::feed_token(int32_t id, std::string_view bytes) {
   if (lead_) {
     if (!lead_->feed_token(id, bytes)) return false;
+    lead_text_.append(bytes);
     leave_lead_if_done();
     return true;
   }
-  return json_ ? json_->feed(bytes) : gbnf_->feed_token(id, bytes);
+  if (json_) return json_->feed(bytes);
+  return gbnf_ ? gbnf_->feed_token(id, bytes) : true;
 }
-bool Constraint::complete() const { return !lead_ && (json_ ? json_->complete() : gbnf_->complete()); }
-bool Constraint::can_end() const { return !lead_ && (json_ ? json_->can_end() : gbnf_->can_end()); }
+bool Constraint::complete() const {
+  if (lead_) return false;
+  if (json_) return json_->complete();
+  return gbnf_ && gbnf_->complete();
+}
+bool Constraint::can_end() const {
+  if (lead_) return false;
+  if (json_) return json_->can_end();
+  return !gbnf_ || gbnf_->can_end();
+}
 
 size_t Constraint::mask(const ConstraintVocab& vocab, std::span<float> logits, bool ends_allowed) {
   if (lead_) return lead_->mask(vocab.trie(), logits, {});
   const std::span<const int32_t> ends = ends_allowed ? vocab.ends() : std::span<const int32_t>();
-  return json_ ? json_->mask(vocab.bytes(), logits, ends) : gbnf_->mask(vocab.trie(), logits, ends);
+  if (json_) return json_->mask(vocab.bytes(), logits, ends);
+  if (gbnf_) return gbnf_->mask(vocab.trie(), logits, ends);
+  // Free text: every token, the ends where they may come.
+  if (!ends_allowed)
+    for (const int32_t e : vocab.ends())
+      if (e >= 0 && static_cast<size_t>(e) < logits.size())
+        logits[static_cast<size_t>(e)] = -std::numeric_limits<float>::infinity();
+  size_t allowed = 0;
+  for (const float l : logits) allowed += l != -std::numeric_limits<float>::infinity();
+  return allowed;
 }
 
 }  // namespace ss

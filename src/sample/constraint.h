@@ -3,6 +3,7 @@
 // (json_grammar.h) or a GBNF grammar (gbnf_matcher.h), behind one
 // interface for the server's scheduler and the CLI.
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -39,6 +40,19 @@ class ConstraintVocab {
   mutable std::unique_ptr<TokenTrie> trie_;
 };
 
+// A lead and what may follow it: the answer writes the lead whole (gpt-oss's
+// reasoning and channel header), then the exit `choose` picks from the
+// lead's text (a tool's arguments after a call header, say).
+struct ShapePlan {
+  struct Exit {
+    std::shared_ptr<const JsonSchema> schema;  // at most one of the two; neither: free text
+    std::shared_ptr<const Gbnf> grammar;
+  };
+  std::shared_ptr<const Gbnf> lead;
+  std::vector<Exit> exits;                                   // at least one
+  std::function<size_t(std::string_view lead_text)> choose;  // null: the first exit
+};
+
 class Constraint {
  public:
   // One of the two (the other null). `lead`, if given, is what the answer
@@ -48,6 +62,8 @@ class Constraint {
   // that runs past the lead's end is refused).
   Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar,
              std::shared_ptr<const Gbnf> lead = nullptr);
+  // The plan's lead, then the exit it chooses (as above).
+  explicit Constraint(const ShapePlan& plan);
 
   // False (the state unchanged) if `bytes` cannot continue the answer.
   bool feed(std::string_view bytes);
@@ -66,11 +82,15 @@ class Constraint {
   bool in_lead() const { return lead_ != nullptr; }
 
  private:
+  void start(const ShapePlan::Exit& exit);
   void leave_lead_if_done();
 
   std::unique_ptr<GbnfMatcher> lead_;  // until the lead is complete
+  std::string lead_text_;              // what the lead has read (for choose_)
+  std::vector<ShapePlan::Exit> exits_;
+  std::function<size_t(std::string_view)> choose_;
   std::optional<JsonGrammar> json_;
-  std::unique_ptr<GbnfMatcher> gbnf_;
+  std::unique_ptr<GbnfMatcher> gbnf_;  // neither: free text
 };
 
 // Where a grammar's token references resolve: `tok`'s vocabulary (`tok`

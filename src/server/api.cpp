@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sample/constraint.h"
+#include "server/harmony_tools.h"
 #include "server/json_text.h"
 #include "server/metrics_text.h"
 #include "server/request_parse.h"
@@ -251,7 +252,9 @@ std::string Generation::events(const std::string& text, bool done) {
   std::vector<json> pieces;  // this call's deltas (chat) or text (completions)
   if (tools_) {              // the answer goes out whole: a tool call (reason "tool_calls") or content
     held_ += text;
-    if (done && reason != "error") pieces.push_back(tool_reply_fields(held_, reason, true));
+    if (done && reason != "error")
+      pieces.push_back(harmony_tools_ ? harmony_tool_reply_fields(held_, reason, true)
+                                      : tool_reply_fields(held_, reason, true));
   } else if (chat_) {
     pieces = chat_deltas(harmony_.get(), text, done);
   } else if (std::string shown = std::exchange(echo_text_, "") + text; !shown.empty()) {
@@ -281,7 +284,8 @@ json Generation::final_choice(const std::string& text) const {
   }
   if (tools_) {
     json message = {{"role", "assistant"}};
-    message.update(tool_reply_fields(text, reason, false));
+    message.update(harmony_tools_ ? harmony_tool_reply_fields(text, reason, false)
+                                  : tool_reply_fields(text, reason, false));
     return envelope(message, reason, false, logprobs_ ? take_logprobs() : json())["choices"][0];
   }
   return envelope(chat_ ? chat_message(text, harmony_ != nullptr) : json(echo_text_ + text), reason, false,
@@ -406,6 +410,18 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   if (!parse_completion_body(r.body, chat, opts_.max_tokens_limit, cr, perr, &gbnf_tokens_))
     return {error_reply({400, perr.message, perr.param}), nullptr};
   if (!cr.stream && cr.max_tokens < 0 && opts_.default_max_tokens > 0) cr.max_tokens = opts_.default_max_tokens;
+  // gpt-oss reasons and names its channel first: a schema or grammar holds
+  // its final text; tools are its own commentary calls (harmony_tools.h).
+  std::shared_ptr<const ShapePlan> harmony_plan;
+  const bool harmony_tools = chat && cr.tool_calls && opts_.chat == ChatFamily::GptOss;
+  if (harmony_tools) {
+    auto plan = harmony_tool_plan(cr.tools);
+    if (!plan.ok()) return {error_reply({400, plan.error().message, "tools"}), nullptr};
+    harmony_plan = std::make_shared<const ShapePlan>(std::move(plan.value()));
+  } else if (chat && (cr.json_schema || cr.grammar) && opts_.chat == ChatFamily::GptOss) {
+    harmony_plan =
+        std::make_shared<const ShapePlan>(ShapePlan{harmony_final_lead(), {{cr.json_schema, cr.grammar}}, nullptr});
+  }
   // Every choice's request takes the body's settings; the first also
   // carries the session (lease, idempotency key).
   auto new_request = [&] {
@@ -417,9 +433,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     req->logprobs = cr.logprobs;
     req->json_schema = cr.json_schema;
     req->grammar = cr.grammar;
-    // gpt-oss reasons and names its channel first: the shape holds its final text.
-    if (chat && (cr.json_schema || cr.grammar) && opts_.chat == ChatFamily::GptOss)
-      req->shape_lead = harmony_final_lead();
+    req->shape_plan = harmony_plan;
     return req;
   };
   auto gr = new_request();
@@ -427,12 +441,6 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
   if (!sid.empty() && !valid_session_id(sid))
     return {error_reply({400, "session ids are 1-64 characters of [A-Za-z0-9_-]", "session_id"}), nullptr};
   const size_t n_prompts = chat ? 1 : cr.prompts.size();
-  if (chat && cr.tool_calls && opts_.chat == ChatFamily::GptOss)
-    return {error_reply({400,
-                         "tools are not supported for gpt-oss chats (its Harmony tool-call format is not "
-                         "implemented); use response_format for JSON answers",
-                         "tools"}),
-            nullptr};
   if (!sid.empty() && (cr.n > 1 || n_prompts > 1))
     return {error_reply({400, "a session continues one conversation: 'n' > 1 and several prompts take no session",
                          "session_id"}),
@@ -461,6 +469,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     g->chat_ = chat;
     if (chat && opts_.chat == ChatFamily::GptOss) g->harmony_ = std::make_shared<HarmonySplit>();
     g->tools_ = cr.tool_calls;
+    g->harmony_tools_ = harmony_tools;
     g->id_ = id;
     g->created_ = created;
     g->model_ = opts_.model_name;
@@ -512,13 +521,14 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     }
     // Tools are described in the system message (a new one first if none)
     // once: a session's later turns find the description in its cache.
-    if (first_turn && !cr.tools_text.empty()) {
+    if (first_turn && !cr.tools_text.empty() && !harmony_tools) {
       if (msgs[0].role == "system")
         msgs[0].content += "\n\n" + cr.tools_text;
       else
         msgs.insert(msgs.begin(), ChatMessage{"system", cr.tools_text});
     }
-    const std::string text = render_chat_turn(opts_.chat, msgs, first_turn, "", opts_.chat_defaults);
+    const std::string text = render_chat_turn(opts_.chat, msgs, first_turn, "", opts_.chat_defaults,
+                                              first_turn && harmony_tools ? harmony_tools_namespace(cr.tools) : "");
     const bool add_bos = first_turn && vocab.add_bos && !chat_text_has_bos(opts_.chat);
     prompts.push_back({tok.encode(text, add_bos, opts_.chat != ChatFamily::Plain), ""});
   } else {

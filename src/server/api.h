@@ -121,6 +121,7 @@ class Generation {
   // Chat with tools: the answer (JSON) is held back until it is whole, then
   // sent as a tool call or as content (server/tool_calls.h).
   bool tools_ = false;
+  bool harmony_tools_ = false;  // gpt-oss's own tool calls (harmony_tools.h)
   std::string held_;
   bool sent_role_ = false;
   bool replayed_ = false;  // the saved reply of a turn already done (Idempotency-Key)

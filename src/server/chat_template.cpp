@@ -1,6 +1,7 @@
 #include "server/chat_template.h"
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 
 namespace ss {
 
@@ -105,7 +106,8 @@ ChatTemplateDefaults chat_template_defaults(const std::string& t) {
 }
 
 std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs, bool first_turn,
-                             const std::string& today, const ChatTemplateDefaults& defaults) {
+                             const std::string& today, const ChatTemplateDefaults& defaults,
+                             const std::string& harmony_tools) {
   std::string out;
   switch (f) {
     case ChatFamily::Plain:
@@ -169,25 +171,50 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
       return out + "<start_of_turn>model\n";
     }
     case ChatFamily::GptOss: {
-      // OpenAI's Harmony format as gpt-oss's own template writes it without
-      // tools: a system message (identity, cutoff, date, reasoning effort,
-      // channels), the system prompt as developer instructions, then turns.
+      // OpenAI's Harmony format as gpt-oss's own template writes it: a
+      // system message (identity, cutoff, date, reasoning effort, channels),
+      // the system prompt as developer instructions and the tools as a
+      // TypeScript namespace, then turns; tool calls are commentary
+      // messages to functions.NAME, results messages from it.
       if (first_turn) {
         out +=
             "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
             "Knowledge cutoff: 2024-06\nCurrent date: " +
             (today.empty() ? date_text("", "%Y-%m-%d") : today) +
             "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included "
-            "for every message.<|end|>";
+            "for every message.";
+        if (!harmony_tools.empty()) out += "\nCalls to these tools must go to the commentary channel: 'functions'.";
+        out += "<|end|>";
         const std::string system = joined_system(msgs, /*trimmed=*/false);
-        if (!system.empty()) out += "<|start|>developer<|message|># Instructions\n\n" + system + "\n\n<|end|>";
+        if (!system.empty() || !harmony_tools.empty()) {
+          out += "<|start|>developer<|message|>";
+          if (!system.empty()) out += "# Instructions\n\n" + system + "\n\n";
+          if (!harmony_tools.empty()) out += "# Tools\n\n" + harmony_tools;
+          out += "<|end|>";
+        }
       }
-      for (const auto& m : msgs) {
+      for (size_t i = 0; i < msgs.size(); ++i) {
+        const ChatMessage& m = msgs[i];
         if (m.role == "system") continue;
-        if (m.role == "assistant")
+        if (!m.calls.empty()) {
+          // Its text is the reasoning before the call, kept until a later
+          // answer in the final channel (as the template does).
+          bool answered_later = false;
+          for (size_t k = i + 1; k < msgs.size(); ++k)
+            answered_later = answered_later || (msgs[k].role == "assistant" && msgs[k].calls.empty());
+          if (!m.said.empty() && !answered_later)
+            out += "<|start|>assistant<|channel|>analysis<|message|>" + m.said + "<|end|>";
+          for (const ChatMessage::Call& c : m.calls)
+            out += "<|start|>assistant to=functions." + c.name + "<|channel|>commentary json<|message|>" + c.arguments +
+                   "<|call|>";
+        } else if (!m.result_of.empty()) {
+          out += "<|start|>functions." + m.result_of + " to=assistant<|channel|>commentary<|message|>" +
+                 nlohmann::json(m.result).dump() + "<|end|>";
+        } else if (m.role == "assistant") {
           out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|end|>";
-        else
+        } else {
           out += "<|start|>" + m.role + "<|message|>" + m.content + "<|end|>";
+        }
       }
       return out + "<|start|>assistant";
     }

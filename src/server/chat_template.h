@@ -7,6 +7,7 @@
 // attention sinks.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ss {
@@ -14,8 +15,20 @@ namespace ss {
 enum class ChatFamily { Plain, Llama2, Llama3, ChatML, Mistral, Zephyr, Gemma, Phi3, GptOss };
 
 struct ChatMessage {
+  ChatMessage() = default;
+  ChatMessage(std::string r, std::string c) : role(std::move(r)), content(std::move(c)) {}
+
   std::string role;  // system | user | assistant
   std::string content;
+  // Tool fields, for formats that write them their own way (gpt-oss); the
+  // generic form (tool_calls.h) has already put them into role and content.
+  struct Call {
+    std::string name, arguments;  // arguments: JSON text
+  };
+  std::vector<Call> calls;  // an assistant message's tool calls
+  std::string said;         // that message's own text, without the calls
+  std::string result_of;    // a tool result: the function it answers ("" if unknown)
+  std::string result;       // its content as sent
 };
 
 std::optional<ChatFamily> chat_family_from_name(const std::string& name);
@@ -52,7 +65,11 @@ inline bool chat_text_has_bos(ChatFamily f) { return f == ChatFamily::Llama3; }
 // today (YYYY-MM-DD): gpt-oss's system message states the date; empty means
 // the current UTC date.
 // defaults: what the model's own template adds (chat_template_defaults).
+// harmony_tools: gpt-oss's tools as a TypeScript namespace
+// (harmony_tools_namespace), written in its developer message; other
+// families get their tools in the system text.
 std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& messages, bool first_turn,
-                             const std::string& today = "", const ChatTemplateDefaults& defaults = {});
+                             const std::string& today = "", const ChatTemplateDefaults& defaults = {},
+                             const std::string& harmony_tools = "");
 
 }  // namespace ss

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sample/constraint.h"
 #include "sample/gbnf.h"
 #include "sample/json_schema.h"
 #include "sample/logprobs.h"
@@ -43,9 +44,10 @@ struct GenerationRequest {
   // value closes (or, a top-level number, at end-of-generation). Null: free text.
   std::shared_ptr<const JsonSchema> json_schema;
   std::shared_ptr<const Gbnf> grammar;  // or a GBNF grammar (at most one of the two)
-  // Written before the shaped part (gpt-oss's reasoning and final header:
-  // harmony_final_lead()); null: the shape starts at once.
-  std::shared_ptr<const Gbnf> shape_lead;
+  // Or a lead and what may follow it (gpt-oss: its reasoning and header,
+  // then the schema or grammar, or a tool's arguments); it takes the place
+  // of the two above where set.
+  std::shared_ptr<const ShapePlan> shape_plan;
   std::string session_id;  // empty: a one-off sequence
   // Held for the turn when replicas share the state directory
   // (server/session_lease.h); released once the turn is saved.

@@ -118,15 +118,23 @@ void HarmonySplit::run(Parts& out, bool at_end) {
   }
 }
 
+std::string harmony_analysis_rules() {
+  // s0..s6: how much of "<|end|>" the text ends with; the body may end in
+  // any of them (the closing marker follows), and reads no "<|end|>".
+  return "analysis ::= \"<|channel|>analysis<|message|>\" s0 \"<|end|><|start|>assistant\"\n"
+         "s0 ::= ([^<] s0 | \"<\" s1)?\n"
+         "s1 ::= ([^|<] s0 | \"<\" s1 | \"|\" s2)?\n"
+         "s2 ::= ([^e<] s0 | \"<\" s1 | \"e\" s3)?\n"
+         "s3 ::= ([^n<] s0 | \"<\" s1 | \"n\" s4)?\n"
+         "s4 ::= ([^d<] s0 | \"<\" s1 | \"d\" s5)?\n"
+         "s5 ::= ([^|<] s0 | \"<\" s1 | \"|\" s6)?\n"
+         "s6 ::= ([^><] s0 | \"<\" s1)?\n"
+         "final ::= \"<|channel|>final\" (\" \" \"<|constrain|>\"? [a-zA-Z0-9_-]+)? \"<|message|>\"\n";
+}
+
 std::shared_ptr<const Gbnf> harmony_final_lead() {
-  // not-end: one character of text that does not begin <|end|> (as
-  // llama.cpp writes it: a body cannot end in a prefix of the marker).
   static const std::shared_ptr<const Gbnf> lead = [] {
-    auto g = Gbnf::parse(
-        "root ::= (\"<|channel|>analysis<|message|>\" not-end* \"<|end|><|start|>assistant\")? "
-        "\"<|channel|>final\" (\" \" \"<|constrain|>\"? [a-zA-Z0-9_-]+)? \"<|message|>\"\n"
-        "not-end ::= [^<] | \"<\" [^|] | \"<|\" [^e] | \"<|e\" [^n] | \"<|en\" [^d] | \"<|end\" [^|] | "
-        "\"<|end|\" [^>]\n");
+    auto g = Gbnf::parse("root ::= analysis? final\n" + harmony_analysis_rules());
     SS_CHECK(g.ok());
     return *g;
   }();

@@ -21,8 +21,13 @@ namespace ss {
 //   (<|channel|>analysis<|message|>...<|end|><|start|>assistant)?
 //   <|channel|>final( <|constrain|>json)?<|message|>
 // Structured output shapes what follows (Constraint's lead). The markers
-// are matched as text, which the Harmony tokens are (vocab.cpp).
+// are matched as text, which the Harmony tokens are (vocab.cpp). The
+// reasoning is any text up to its first <|end|> (a right-linear automaton:
+// three parses open at a time, where llama.cpp's alternatives keep eight).
 std::shared_ptr<const Gbnf> harmony_final_lead();
+// GBNF rules for leads: `analysis` (the optional reasoning message and the
+// next message's <|start|>assistant) and `final` (the final channel's header).
+std::string harmony_analysis_rules();
 
 class HarmonySplit {
  public:

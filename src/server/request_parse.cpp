@@ -4,6 +4,7 @@
 #include <climits>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <unordered_map>
 
 #include "sample/regex_to_gbnf.h"
 #include "server/json_fields.h"
@@ -395,6 +396,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
     }
     // Earlier calls are written in the form this answer's calls take.
     const bool parallel_calls = parallel_tool_calls(j);
+    std::unordered_map<std::string, std::string> call_names;  // call id -> function, for the results
     for (const auto& m : j["messages"]) {
       if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
         err = {"each message needs a string 'role'", "messages"};
@@ -412,7 +414,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
         return false;
       }
       // Tool results and the assistant's earlier calls, as the model reads them.
-      if (auto e = tool_history_message(m, msg, parallel_calls); !e.empty()) {
+      if (auto e = tool_history_message(m, msg, parallel_calls, call_names); !e.empty()) {
         err = {e, "messages"};
         return false;
       }
@@ -436,6 +438,7 @@ bool parse_completion_body(const std::string& body, bool chat, int64_t max_token
       out.json_schema = schema.value();
       out.tool_calls = true;
       out.tools_text = tools_system_text(tools);
+      out.tools = tools;
     }
   } else {
     if (auto e = parse_prompts(j, out); !e.empty()) {

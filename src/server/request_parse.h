@@ -10,6 +10,7 @@
 #include "sample/json_schema.h"
 #include "sample/sampler.h"
 #include "server/chat_template.h"
+#include "server/tool_calls.h"
 
 namespace ss {
 
@@ -36,6 +37,7 @@ struct CompletionRequest {
   // shape, and the reply turns a call into `tool_calls`.
   bool tool_calls = false;
   std::string tools_text;  // their description, for the system message of a conversation's first turn
+  ToolSetup tools;         // as asked (formats with their own tool syntax: gpt-oss)
   SamplingParams sampling;
   int64_t max_tokens = -1;
   std::vector<std::string> stop;

@@ -268,8 +268,11 @@ void Scheduler::admit_one(const std::shared_ptr<GenerationRequest>& req,
     req->pending_logprobs.push_back(first);
   }
   a.sampler.emplace(req->sampling);
-  if (req->json_schema || req->grammar) {
-    a.shape.emplace(req->json_schema, req->grammar, req->shape_lead);
+  if (req->shape_plan) {
+    a.shape.emplace(*req->shape_plan);
+    if (!constraint_vocab_) constraint_vocab_ = ConstraintVocab::of(*model_, tokenizer_);
+  } else if (req->json_schema || req->grammar) {
+    a.shape.emplace(req->json_schema, req->grammar);
     if (!constraint_vocab_) constraint_vocab_ = ConstraintVocab::of(*model_, tokenizer_);
   }
   a.detok.emplace(tokenizer_, req->answer_starts_text);

@@ -34,6 +34,8 @@ void move_refs(json& s, const std::string& base) {
   }
 }
 
+}  // namespace
+
 std::string new_call_id() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   static const char* hex = "0123456789abcdef";
@@ -41,8 +43,6 @@ std::string new_call_id() {
   for (int i = 0; i < 24; ++i) id += hex[rng() % 16];
   return id;
 }
-
-}  // namespace
 
 bool parallel_tool_calls(const json& body) {
   return given(body, "parallel_tool_calls") && body["parallel_tool_calls"].is_boolean() &&
@@ -158,13 +158,25 @@ Result<std::shared_ptr<const JsonSchema>> tools_schema(const ToolSetup& t) {
   return JsonSchema::compile(doc);
 }
 
-std::string tool_history_message(const json& m, ChatMessage& out, bool parallel) {
+std::string tool_history_message(const json& m, ChatMessage& out, bool parallel,
+                                 std::unordered_map<std::string, std::string>& call_names) {
   const std::string role = out.role;
   if (role == "tool") {
     json response = {{"content", out.content}};
-    if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) response["tool_call_id"] = m["tool_call_id"];
-    if (m.contains("name") && m["name"].is_string()) response["name"] = m["name"];
+    std::string function;
+    if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) {
+      response["tool_call_id"] = m["tool_call_id"];
+      if (auto it = call_names.find(m["tool_call_id"].get<std::string>()); it != call_names.end())
+        function = it->second;
+    }
+    if (m.contains("name") && m["name"].is_string()) {
+      response["name"] = m["name"];
+      function = m["name"].get<std::string>();
+    }
+    const std::string result = out.content;
     out = {"user", json{{"tool_response", response}}.dump()};
+    out.result_of = function;
+    out.result = result;
     return "";
   }
   if (role != "assistant" || !given(m, "tool_calls")) return "";
@@ -184,10 +196,14 @@ std::string tool_history_message(const json& m, ChatMessage& out, bool parallel)
     }
     const json call = {{"name", c["function"]["name"]}, {"arguments", args}};
     all.push_back(call);
+    out.calls.push_back({c["function"]["name"].get<std::string>(), args.dump()});
+    if (c.contains("id") && c["id"].is_string())
+      call_names[c["id"].get<std::string>()] = c["function"]["name"].get<std::string>();
     if (!text.empty()) text += "\n";
     text += json{{"tool_call", call}}.dump();
   }
   if (parallel && !all.empty()) text = json{{"tool_calls", all}}.dump();
+  out.said = out.content;
   out.content = out.content.empty() ? text : out.content + "\n" + text;
   return "";
 }

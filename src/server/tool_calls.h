@@ -14,6 +14,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sample/json_schema.h"
@@ -50,9 +51,16 @@ Result<std::shared_ptr<const JsonSchema>> tools_schema(const ToolSetup& t);
 
 // A history message with OpenAI's tool fields as the text the model reads:
 // an assistant message's `tool_calls`, a `tool` message's result. Returns an
-// error message or "" (`out` then holds the role and text). `parallel`:
-// calls are written as the answer's {"tool_calls": [...]} form.
-std::string tool_history_message(const nlohmann::json& m, ChatMessage& out, bool parallel);
+// error message or "" (`out` then holds the role and text, and the calls
+// and result in its tool fields for formats with their own syntax).
+// `parallel`: calls are written as the answer's {"tool_calls": [...]} form.
+// call_names: the calls' ids met so far and their functions, which name a
+// result's function (its `name`, if it has one, comes first).
+std::string tool_history_message(const nlohmann::json& m, ChatMessage& out, bool parallel,
+                                 std::unordered_map<std::string, std::string>& call_names);
+
+// A fresh id for a call in a reply ("call_" and 24 hex digits).
+std::string new_call_id();
 
 // The model's answer (JSON the tools schema accepted, or cut short) as the
 // reply's message fields: {"content": null, "tool_calls": [...]} or

@@ -601,14 +601,7 @@ TEST(OpenAiFields, GptOssStructuredOutputShapesTheFinalChannel) {
   }
   std::printf("gpt-oss answers that reached the final channel and closed: %d of 8\n", closed);
   EXPECT_GE(closed, 1);
-  // Tools keep their 400 there: Harmony's tool calls are not written.
-  int status = 0;
-  const json tools = test::post(c, "/v1/chat/completions",
-                                {{"messages", {{{"role", "user"}, {"content", "hi"}}}},
-                                 {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}},
-                                &status);
-  EXPECT_EQ(status, 400) << tools.dump();
-  EXPECT_EQ(tools["error"]["param"], "tools");
+  // Tools: harmony_tools_test.cpp.
 }
 
 std::string greedy_text(httplib::Client& c, json extra, int n) {

@@ -151,12 +151,13 @@ TEST(ToolCalls, ParallelCallsAreAnArrayOfCalls) {
       {"tool_calls",
        {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "add"}, {"arguments", "{\"a\":1}"}}}},
         {{"id", "call_2"}, {"type", "function"}, {"function", {{"name", "add"}, {"arguments", "{\"a\":2}"}}}}}}};
+  std::unordered_map<std::string, std::string> names;
   ChatMessage a{"assistant", ""};
-  ASSERT_EQ(tool_history_message(history, a, true), "");
+  ASSERT_EQ(tool_history_message(history, a, true, names), "");
   EXPECT_EQ(json::parse(a.content),
             json::parse(R"({"tool_calls":[{"name":"add","arguments":{"a":1}},{"name":"add","arguments":{"a":2}}]})"));
   ChatMessage b{"assistant", ""};
-  ASSERT_EQ(tool_history_message(history, b, false), "");
+  ASSERT_EQ(tool_history_message(history, b, false, names), "");
   EXPECT_EQ(b.content, R"({"tool_call":{"arguments":{"a":1},"name":"add"}})"
                        "\n"
                        R"({"tool_call":{"arguments":{"a":2},"name":"add"}})");
@@ -183,6 +184,7 @@ TEST(ToolCalls, RepliesAndHistoryAreOpenAisShapes) {
   EXPECT_EQ(tool_reply_fields(R"({"tool_call":{"na)", finish, false), json({{"content", R"({"tool_call":{"na)"}}));
   EXPECT_EQ(finish, "length");
 
+  std::unordered_map<std::string, std::string> names;
   ChatMessage a{"assistant", ""};
   ASSERT_EQ(
       tool_history_message(
@@ -190,18 +192,31 @@ TEST(ToolCalls, RepliesAndHistoryAreOpenAisShapes) {
            {"content", nullptr},
            {"tool_calls",
             {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "add"}, {"arguments", "{\"a\":1}"}}}}}}},
-          a, false),
+          a, false, names),
       "");
   EXPECT_EQ(a.role, "assistant");
   EXPECT_EQ(a.content, R"({"tool_call":{"arguments":{"a":1},"name":"add"}})");
+  // The tool fields, for formats with their own syntax (gpt-oss).
+  ASSERT_EQ(a.calls.size(), 1u);
+  EXPECT_EQ(a.calls[0].name, "add");
+  EXPECT_EQ(a.calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(a.said, "");
   ChatMessage r{"tool", "3"};
-  ASSERT_EQ(tool_history_message({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "3"}}, r, false), "");
+  ASSERT_EQ(tool_history_message({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "3"}}, r, false, names),
+            "");
   EXPECT_EQ(r.role, "user");
   EXPECT_EQ(json::parse(r.content), json({{"tool_response", {{"content", "3"}, {"tool_call_id", "call_1"}}}}));
+  EXPECT_EQ(r.result_of, "add");  // named by the call's id
+  EXPECT_EQ(r.result, "3");
+  ChatMessage unknown{"tool", "4"};
+  ASSERT_EQ(
+      tool_history_message({{"role", "tool"}, {"tool_call_id", "call_9"}, {"content", "4"}}, unknown, false, names),
+      "");
+  EXPECT_EQ(unknown.result_of, "");
   ChatMessage bad{"assistant", ""};
   EXPECT_NE(tool_history_message({{"role", "assistant"},
                                   {"tool_calls", {{{"function", {{"name", "add"}, {"arguments", "{not json"}}}}}}},
-                                 bad, false),
+                                 bad, false, names),
             "");
 }
 
