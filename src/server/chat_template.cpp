@@ -3,6 +3,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "server/json_text.h"
+
 namespace ss {
 
 namespace {
@@ -209,7 +211,7 @@ std::string render_chat_turn(ChatFamily f, const std::vector<ChatMessage>& msgs,
                    "<|call|>";
         } else if (!m.result_of.empty()) {
           out += "<|start|>functions." + m.result_of + " to=assistant<|channel|>commentary<|message|>" +
-                 nlohmann::json(m.result).dump() + "<|end|>";
+                 python_json_text(nlohmann::json(m.result)) + "<|end|>";
         } else if (m.role == "assistant") {
           out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|end|>";
         } else {

@@ -23,7 +23,7 @@ struct ChatMessage {
   // Tool fields, for formats that write them their own way (gpt-oss); the
   // generic form (tool_calls.h) has already put them into role and content.
   struct Call {
-    std::string name, arguments;  // arguments: JSON text
+    std::string name, arguments;  // arguments: JSON text as templates' tojson writes it (json_text.h)
   };
   std::vector<Call> calls;  // an assistant message's tool calls
   std::string said;         // that message's own text, without the calls

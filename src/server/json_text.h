@@ -13,4 +13,9 @@ inline std::string encode_json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// JSON text as Python's json.dumps writes it by default (", " and ": "
+// between items): what chat templates' `tojson` gives, so a prompt holds
+// the bytes the model's own template would write.
+std::string python_json_text(const nlohmann::json& j);
+
 }  // namespace ss

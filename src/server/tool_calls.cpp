@@ -4,6 +4,7 @@
 #include <random>
 
 #include "server/json_fields.h"
+#include "server/json_text.h"
 
 namespace ss {
 
@@ -196,7 +197,7 @@ std::string tool_history_message(const json& m, ChatMessage& out, bool parallel,
     }
     const json call = {{"name", c["function"]["name"]}, {"arguments", args}};
     all.push_back(call);
-    out.calls.push_back({c["function"]["name"].get<std::string>(), args.dump()});
+    out.calls.push_back({c["function"]["name"].get<std::string>(), python_json_text(args)});
     if (c.contains("id") && c["id"].is_string())
       call_names[c["id"].get<std::string>()] = c["function"]["name"].get<std::string>();
     if (!text.empty()) text += "\n";

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "runtime_helpers.h"
+#include "server/request_parse.h"
 #include "server_fixture.h"
 #include "util/utf8.h"
 
@@ -52,37 +53,71 @@ TEST(HarmonyTools, NamespaceAsGptOssTemplateWritesIt) {
   EXPECT_EQ(harmony_typescript_type(json::parse(R"({"anyOf":[{"type":"number"}]})")), "any");
 }
 
+// A request with tools, a call and its result, rendered as gpt-oss's own
+// template renders it: the text below is what TRL's copy of that template
+// (trl/chat_templates/gptoss.jinja) gives under Python's jinja2 with
+// transformers' tojson, for the same messages (properties in key order).
 TEST(HarmonyTools, HistoryAndToolsAsTheTemplateWritesThem) {
-  std::vector<ChatMessage> msgs = {{"system", "Be brief."}, {"user", "Weather?"}};
-  ChatMessage call{"assistant", "{generic form}"};
-  call.calls = {{"get_weather", R"({"city":"Paris"})"}};
-  call.said = "Need the weather.";
-  ChatMessage result{"user", "{generic form}"};
-  result.result_of = "get_weather";
-  result.result = "sunny \"20C\"";
-  msgs.push_back(call);
-  msgs.push_back(result);
-  const std::string ns = harmony_tools_namespace(weather_tools(false));
-  const std::string text = render_chat_turn(ChatFamily::GptOss, msgs, true, "2026-12-07", {}, ns);
-  EXPECT_EQ(
-      text,
-      "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
-      "Knowledge cutoff: 2024-06\nCurrent date: 2026-12-07\n\nReasoning: medium\n\n"
-      "# Valid channels: analysis, commentary, final. Channel must be included for every message.\n"
-      "Calls to these tools must go to the commentary channel: 'functions'.<|end|>"
-      "<|start|>developer<|message|># Instructions\n\nBe brief.\n\n# Tools\n\n" +
-          ns +
-          "<|end|>"
-          "<|start|>user<|message|>Weather?<|end|>"
-          "<|start|>assistant<|channel|>analysis<|message|>Need the weather.<|end|>"
-          "<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":\"Paris\"}"
-          "<|call|>"
-          "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>\"sunny \\\"20C\\\"\"<|end|>"
-          "<|start|>assistant");
+  const json body = json::parse(R"({"messages": [
+      {"role": "system", "content": "Be brief."},
+      {"role": "user", "content": "Weather?"},
+      {"role": "assistant", "content": "Need the weather.", "tool_calls": [{"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+      {"role": "tool", "tool_call_id": "call_1", "content": "sunny \"20C\""}]})");
+  json with_tools = body;
+  with_tools["tools"] = json::array();
+  for (const ToolSetup::Tool& t : weather_tools(false).tools)
+    with_tools["tools"].push_back(
+        {{"type", "function"},
+         {"function", {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
+  CompletionRequest cr;
+  RequestError err;
+  ASSERT_TRUE(parse_completion_body(with_tools.dump(), true, 0, cr, err)) << err.message;
+  const std::string text =
+      render_chat_turn(ChatFamily::GptOss, cr.messages, true, "2026-12-07", {}, harmony_tools_namespace(cr.tools));
+  EXPECT_EQ(text,
+            "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+            "Knowledge cutoff: 2024-06\n"
+            "Current date: 2026-12-07\n"
+            "\n"
+            "Reasoning: medium\n"
+            "\n"
+            "# Valid channels: analysis, commentary, final. Channel must be included for every message.\n"
+            "Calls to these tools must go to the commentary channel: 'functions'.<|end|><|start|>developer<|message|># "
+            "Instructions\n"
+            "\n"
+            "Be brief.\n"
+            "\n"
+            "# Tools\n"
+            "\n"
+            "## functions\n"
+            "\n"
+            "namespace functions {\n"
+            "\n"
+            "// Weather now\n"
+            "type get_weather = (_: {\n"
+            "// A city\n"
+            "city: string,\n"
+            "days?: number[],\n"
+            "unit?: \"c\" | \"f\", // default: c,\n"
+            "where?: {\n"
+            "lat: \n"
+            "                number},\n"
+            "}) => any;\n"
+            "\n"
+            "// \n"
+            "type ping = () => any;\n"
+            "\n"
+            "} // namespace "
+            "functions<|end|><|start|>user<|message|>Weather?<|end|><|start|>assistant<|channel|>analysis<|message|>"
+            "Need the weather.<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary "
+            "json<|message|>{\"city\": \"Paris\"}<|call|><|start|>functions.get_weather "
+            "to=assistant<|channel|>commentary<|message|>\"sunny \\\"20C\\\"\"<|end|><|start|>assistant");
   // A later answer in the final channel drops the reasoning before the call.
+  std::vector<ChatMessage> msgs = cr.messages;
   msgs.push_back({"assistant", "It is sunny."});
   msgs.push_back({"user", "Thanks"});
-  const std::string later = render_chat_turn(ChatFamily::GptOss, msgs, true, "2026-12-07", {}, ns);
+  const std::string later = render_chat_turn(ChatFamily::GptOss, msgs, true, "2026-12-07", {}, "");
   EXPECT_EQ(later.find("Need the weather."), std::string::npos);
   EXPECT_NE(later.find("<|start|>assistant<|channel|>final<|message|>It is sunny.<|end|>"), std::string::npos);
 }

@@ -199,7 +199,7 @@ TEST(ToolCalls, RepliesAndHistoryAreOpenAisShapes) {
   // The tool fields, for formats with their own syntax (gpt-oss).
   ASSERT_EQ(a.calls.size(), 1u);
   EXPECT_EQ(a.calls[0].name, "add");
-  EXPECT_EQ(a.calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(a.calls[0].arguments, R"({"a": 1})");  // as templates' tojson writes it
   EXPECT_EQ(a.said, "");
   ChatMessage r{"tool", "3"};
   ASSERT_EQ(tool_history_message({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", "3"}}, r, false, names),
