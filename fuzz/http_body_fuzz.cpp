@@ -10,6 +10,7 @@
 #include "sample/constraint.h"
 #include "sample/sampler.h"
 #include "server/chat_template.h"
+#include "server/harmony_tools.h"
 #include "server/request_parse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -53,8 +54,33 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (parsed && r.chat) {
     for (auto fam : {ss::ChatFamily::Plain, ss::ChatFamily::Llama2, ss::ChatFamily::Llama3, ss::ChatFamily::ChatML,
-                     ss::ChatFamily::Mistral, ss::ChatFamily::Zephyr})
+                     ss::ChatFamily::Mistral, ss::ChatFamily::Zephyr, ss::ChatFamily::Gemma, ss::ChatFamily::Phi3,
+                     ss::ChatFamily::GptOss})
       (void)ss::render_chat_turn(fam, r.messages, (data[0] & 2) != 0);
+  }
+  // gpt-oss's own tool calls: the tools' TypeScript, the call's shape over
+  // Harmony text and the reply made of whatever it took.
+  if (parsed && r.tool_calls) {
+    (void)ss::render_chat_turn(ss::ChatFamily::GptOss, r.messages, true, "2026-12-07", {},
+                               ss::harmony_tools_namespace(r.tools));
+    auto plan = ss::harmony_tool_plan(r.tools);
+    if (plan.ok()) {
+      static const ss::ConstraintVocab vocab({"", "<|channel|>", "analysis", "final", "<|message|>", "<|end|>",
+                                              "<|start|>assistant", "commentary to=functions.", " to=functions.",
+                                              "{", "}", "\"a\"", ":", "1", "f", " json"},
+                                             {0});
+      ss::Constraint c(*plan);
+      std::vector<float> logits(vocab.bytes().size());
+      std::string text;
+      for (size_t i = 0; i < body.size() && i < 64; ++i) {
+        if (c.mask(vocab, logits, true) > logits.size()) std::abort();
+        const auto id = static_cast<int32_t>(static_cast<unsigned char>(body[i]) % vocab.bytes().size());
+        if (c.feed_token(id, vocab.bytes()[static_cast<size_t>(id)])) text += vocab.bytes()[static_cast<size_t>(id)];
+        if (c.complete() && !c.can_end()) std::abort();
+      }
+      std::string finish = "stop";
+      (void)ss::harmony_tool_reply_fields(text, finish, true);
+    }
   }
   return 0;
 }

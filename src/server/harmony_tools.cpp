@@ -121,13 +121,11 @@ Result<ShapePlan> harmony_tool_plan(const ToolSetup& t) {
   ShapePlan plan;
   plan.exits.push_back({});  // the final channel: free text (tool_choice "auto")
   std::vector<std::string> names;
-  JsonSchema::PatternBudget budget;
   std::string name_rule;
   for (const ToolSetup::Tool& tool : t.tools) {
     if (!t.forced.empty() && tool.name != t.forced) continue;
-    auto schema = JsonSchema::compile(tool.parameters, budget);
-    if (!schema.ok()) return make_error("tool '" + tool.name + "' parameters: " + schema.error().message);
-    plan.exits.push_back({*schema, nullptr});
+    if (!tool.schema) return make_error("tool '" + tool.name + "' has no compiled parameters");
+    plan.exits.push_back({tool.schema, nullptr});  // compiled once, by parse_tools
     names.push_back(tool.name);
     // Tool names are [A-Za-z0-9_.-] (parse_tools): a literal as they are.
     name_rule += (name_rule.empty() ? "" : " | ") + ("\"" + tool.name + "\"");

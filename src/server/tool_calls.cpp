@@ -81,8 +81,9 @@ std::string parse_tools(const json& j, ToolSetup& out) {
       }
       tool.parameters =
           given(f, "parameters") ? f["parameters"] : json{{"type", "object"}, {"properties", json::object()}};
-      if (auto s = JsonSchema::compile(tool.parameters, budget); !s.ok())
-        return "tool '" + tool.name + "' parameters: " + s.error().message;
+      auto schema = JsonSchema::compile(tool.parameters, budget);
+      if (!schema.ok()) return "tool '" + tool.name + "' parameters: " + schema.error().message;
+      tool.schema = *schema;
       out.tools.push_back(std::move(tool));
     }
   }

@@ -25,7 +25,8 @@ namespace ss {
 struct ToolSetup {
   struct Tool {
     std::string name, description;
-    nlohmann::json parameters;  // a JSON schema of the arguments object
+    nlohmann::json parameters;                 // a JSON schema of the arguments object
+    std::shared_ptr<const JsonSchema> schema;  // `parameters` compiled (parse_tools)
   };
   std::vector<Tool> tools;
   bool required = false;  // tool_choice "required" or one named function: no plain answer

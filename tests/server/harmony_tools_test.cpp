@@ -19,16 +19,22 @@ namespace {
 
 using nlohmann::json;
 
+// The request's tools, read as the server reads them (parse_tools).
+json weather_tools_json() {
+  return json::parse(R"([{"type":"function","function":{"name":"get_weather","description":"Weather now",
+    "parameters":{"type":"object","properties":{
+      "city":{"type":"string","description":"A city","maxLength":10},
+      "unit":{"type":"string","enum":["c","f"],"default":"c"},
+      "days":{"type":"array","items":{"type":"integer"}},
+      "where":{"type":"object","properties":{"lat":{"type":"number"}},"required":["lat"]}},
+      "required":["city"]}}},
+    {"type":"function","function":{"name":"ping","description":"","parameters":{"type":"object","properties":{}}}}])");
+}
+
 ToolSetup weather_tools(bool required) {
   ToolSetup t;
-  t.required = required;
-  t.tools.push_back({"get_weather", "Weather now", json::parse(R"({"type":"object","properties":{
-                       "city":{"type":"string","description":"A city","maxLength":10},
-                       "unit":{"type":"string","enum":["c","f"],"default":"c"},
-                       "days":{"type":"array","items":{"type":"integer"}},
-                       "where":{"type":"object","properties":{"lat":{"type":"number"}},"required":["lat"]}},
-                       "required":["city"]})")});
-  t.tools.push_back({"ping", "", json::parse(R"({"type":"object","properties":{}})")});
+  const json body = {{"tools", weather_tools_json()}, {"tool_choice", required ? "required" : "auto"}};
+  EXPECT_EQ(parse_tools(body, t), "");
   return t;
 }
 
@@ -65,11 +71,7 @@ TEST(HarmonyTools, HistoryAndToolsAsTheTemplateWritesThem) {
         "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
       {"role": "tool", "tool_call_id": "call_1", "content": "sunny \"20C\""}]})");
   json with_tools = body;
-  with_tools["tools"] = json::array();
-  for (const ToolSetup::Tool& t : weather_tools(false).tools)
-    with_tools["tools"].push_back(
-        {{"type", "function"},
-         {"function", {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
+  with_tools["tools"] = weather_tools_json();
   CompletionRequest cr;
   RequestError err;
   ASSERT_TRUE(parse_completion_body(with_tools.dump(), true, 0, cr, err)) << err.message;
