@@ -557,8 +557,8 @@ TEST(OpenAiFields, JsonModeAnswersAreJsonObjects) {
 // gpt-oss answers in Harmony's channels: reasoning first, then the final
 // text, which the schema holds (harmony_final_lead()). stories260K under the
 // gpt-oss template spells the markers as text; a bias toward the bytes of
-// <|end|> makes its reasoning close now and then (measured: 2 of 4 seeds
-// within 1500 tokens).
+// <|end|> makes its reasoning close now and then (measured: 3 of 12 seeds
+// within 1500 tokens, natively and under SINKSTREAM_CPU=avx2).
 TEST(OpenAiFields, GptOssStructuredOutputShapesTheFinalChannel) {
   auto model = test::stories_gguf();
   ServerOptions harmony;
@@ -575,7 +575,7 @@ TEST(OpenAiFields, GptOssStructuredOutputShapesTheFinalChannel) {
       {"required", {"name", "age"}},
       {"additionalProperties", false}};
   int closed = 0;
-  for (int seed = 1; seed <= 8; ++seed) {
+  for (int seed = 1; seed <= 12; ++seed) {
     int status = 0;
     const json r = test::post(c, "/v1/chat/completions",
                               {{"messages", {{{"role", "user"}, {"content", "Tell me about Lily."}}}},
@@ -599,7 +599,7 @@ TEST(OpenAiFields, GptOssStructuredOutputShapesTheFinalChannel) {
     ASSERT_TRUE(v["name"].is_string()) << content;
     EXPECT_LE(utf8_chars(v["name"].get<std::string>()).size(), 12u) << content;
   }
-  std::printf("gpt-oss answers that reached the final channel and closed: %d of 8\n", closed);
+  std::printf("gpt-oss answers that reached the final channel and closed: %d of 12\n", closed);
   EXPECT_GE(closed, 1);
   // Tools: harmony_tools_test.cpp.
 }
