@@ -107,8 +107,10 @@ class ChatSession {
     // -j / --grammar: each answer alone has the shape, and ends when it is
     // whole (gpt-oss: its final text, after its reasoning).
     std::optional<Constraint> shape;
-    if (shape_.any())
-      shape.emplace(shape_.schema, shape_.grammar, family_ == ChatFamily::GptOss ? harmony_final_lead() : nullptr);
+    if (shape_.any() && family_ == ChatFamily::GptOss)
+      shape.emplace(harmony_final_plan(shape_.schema, shape_.grammar));
+    else if (shape_.any())
+      shape.emplace(shape_.schema, shape_.grammar);
     while (true) {
       int32_t next = -1;
       if (shape) {

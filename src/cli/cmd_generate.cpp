@@ -137,10 +137,9 @@ int GenerateCommand::run() {
     const auto history = recent.last(static_cast<size_t>(sampling_.repeat_last_n));
     int32_t next = -1;
     if (shape) {  // only tokens that keep the answer a prefix of one the schema or grammar accepts
-      masked.assign(logits[0].begin(), logits[0].end());
-      const size_t allowed = shape->mask(*vocab, masked, !ignore_eos_);
-      next = sample_and_feed(
-          *shape, *vocab, masked, allowed, [&](std::span<const float> l) { return sampler.sample(l, history); },
+      next = sample_shaped(
+          *shape, *vocab, logits[0], masked, !ignore_eos_,
+          [&](std::span<const float> l) { return sampler.sample(l, history); },
           [&](int32_t t) { return !ignore_eos_ && model->vocab.is_eog(t); });
       if (next < 0) break;
     } else {

@@ -31,17 +31,9 @@ const TokenTrie& ConstraintVocab::trie() const {
   return *trie_;
 }
 
-Constraint::Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar,
-                       std::shared_ptr<const Gbnf> lead) {
+Constraint::Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar) {
   SS_CHECK((schema == nullptr) != (grammar == nullptr));
-  const ShapePlan::Exit exit{std::move(schema), std::move(grammar)};
-  if (!lead) {
-    start(exit);
-    return;
-  }
-  lead_ = std::make_unique<GbnfMatcher>(std::move(lead));
-  exits_ = {exit};
-  leave_lead_if_done();
+  start({std::move(schema), std::move(grammar)});
 }
 
 Constraint::Constraint(const ShapePlan& plan) : exits_(plan.exits), choose_(plan.choose) {

@@ -55,14 +55,12 @@ struct ShapePlan {
 
 class Constraint {
  public:
-  // One of the two (the other null). `lead`, if given, is what the answer
-  // writes first, whole, before the shaped part (gpt-oss's reasoning and
-  // channel header before its final text): the shape starts once the lead
-  // is complete (nothing more may follow it), at a token boundary (a token
-  // that runs past the lead's end is refused).
-  Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar,
-             std::shared_ptr<const Gbnf> lead = nullptr);
-  // The plan's lead, then the exit it chooses (as above).
+  // One of the two (the other null).
+  Constraint(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar);
+  // The plan's lead, written first and whole (gpt-oss's reasoning and
+  // channel header before its final text), then the exit it chooses: the
+  // shape starts once the lead is complete (nothing more may follow it), at
+  // a token boundary (a token that runs past the lead's end is refused).
   explicit Constraint(const ShapePlan& plan);
 
   // False (the state unchanged) if `bytes` cannot continue the answer.

@@ -419,8 +419,7 @@ Api::Outcome Api::completion(const ApiRequest& r, bool chat, std::function<void(
     if (!plan.ok()) return {error_reply({400, plan.error().message, "tools"}), nullptr};
     harmony_plan = std::make_shared<const ShapePlan>(std::move(plan.value()));
   } else if (chat && (cr.json_schema || cr.grammar) && opts_.chat == ChatFamily::GptOss) {
-    harmony_plan =
-        std::make_shared<const ShapePlan>(ShapePlan{harmony_final_lead(), {{cr.json_schema, cr.grammar}}, nullptr});
+    harmony_plan = std::make_shared<const ShapePlan>(harmony_final_plan(cr.json_schema, cr.grammar));
   }
   // Every choice's request takes the body's settings; the first also
   // carries the session (lease, idempotency key).

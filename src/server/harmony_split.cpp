@@ -141,4 +141,8 @@ std::shared_ptr<const Gbnf> harmony_final_lead() {
   return lead;
 }
 
+ShapePlan harmony_final_plan(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar) {
+  return ShapePlan{harmony_final_lead(), {{std::move(schema), std::move(grammar)}}, nullptr};
+}
+
 }  // namespace ss

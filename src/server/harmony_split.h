@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "sample/constraint.h"
 #include "sample/gbnf.h"
 
 namespace ss {
@@ -25,6 +26,8 @@ namespace ss {
 // reasoning is any text up to its first <|end|> (a right-linear automaton:
 // three parses open at a time, where llama.cpp's alternatives keep eight).
 std::shared_ptr<const Gbnf> harmony_final_lead();
+// That lead, then `schema` or `grammar` (one of the two) for the final text.
+ShapePlan harmony_final_plan(std::shared_ptr<const JsonSchema> schema, std::shared_ptr<const Gbnf> grammar);
 // GBNF rules for leads: `analysis` (the optional reasoning message and the
 // next message's <|start|>assistant) and `final` (the final channel's header).
 std::string harmony_analysis_rules();

@@ -147,17 +147,20 @@ await check('openai client: structured output with a JSON schema, streamed', asy
   }), /400/);
 });
 
+// One tool and one question for the tool-call checks below.
+const weatherTools = [{
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'Weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] },
+  },
+}];
+const weatherQuestion = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
 await check('openai client: tool calls, whole and streamed', async () => {
   const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused' });
   const model = (await client.models.list()).data[0].id;
-  const tools = [{
-    type: 'function',
-    function: {
-      name: 'get_weather', description: 'Weather for a city',
-      parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] },
-    },
-  }];
-  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  const tools = weatherTools, messages = weatherQuestion;
   const whole = await client.chat.completions.create({ model, messages, tools, tool_choice: 'required', max_tokens: 150, seed: 1 });
   const choice = whole.choices[0];
   if (choice.finish_reason === 'tool_calls') {
@@ -194,14 +197,7 @@ await check('openai client: gpt-oss tool calls in Harmony format, and their hist
   const ossBase = await startServer(['--chat-template', 'gpt-oss']);
   const client = new OpenAI({ baseURL: `${ossBase}/v1`, apiKey: 'unused' });
   const model = (await client.models.list()).data[0].id;
-  const tools = [{
-    type: 'function',
-    function: {
-      name: 'get_weather', description: 'Weather for a city',
-      parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] },
-    },
-  }];
-  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  const tools = weatherTools, messages = weatherQuestion;
   let calls = 0;
   for (const seed of [1, 2, 3]) {
     const r = await client.chat.completions.create({ model, messages, tools, tool_choice: 'required', max_tokens: 400, seed });

@@ -120,7 +120,7 @@ TEST(HarmonyLead, ReasoningThenTheFinalHeaderThenTheShape) {
   std::mt19937 rng(3);
   int finished = 0, walked = 0;
   for (int walk = 0; walk < 40; ++walk) {
-    Constraint c(*schema, nullptr, lead);
+    Constraint c(harmony_final_plan(*schema, nullptr));
     std::vector<int32_t> fed;
     for (int step = 0; step < 40 && !c.complete(); ++step) {
       std::vector<float> logits(bytes.size(), 0.0f);
@@ -131,7 +131,7 @@ TEST(HarmonyLead, ReasoningThenTheFinalHeaderThenTheShape) {
         if (t == 0) {
           want = c.can_end();
         } else {
-          Constraint fresh(*schema, nullptr, lead);
+          Constraint fresh(harmony_final_plan(*schema, nullptr));
           bool replay = true;
           for (const int32_t f : fed) replay = replay && fresh.feed_token(f, bytes[static_cast<size_t>(f)]);
           want = replay && fresh.feed_token(static_cast<int32_t>(t), bytes[t]);
@@ -156,7 +156,7 @@ TEST(HarmonyLead, ReasoningThenTheFinalHeaderThenTheShape) {
   EXPECT_GT(walked, 300);
   // A token that runs past the lead into the shape is refused: the shape
   // starts at a token boundary.
-  Constraint c(*schema, nullptr, lead);
+  Constraint c(harmony_final_plan(*schema, nullptr));
   ASSERT_TRUE(c.feed_token(id("<|channel|>"), "<|channel|>"));
   ASSERT_TRUE(c.feed_token(id("final"), "final"));
   EXPECT_FALSE(c.feed_token(id("<|message|>{"), "<|message|>{"));
@@ -177,7 +177,7 @@ TEST(HarmonyLead, ReasoningPicksAreCheckedBeforeMaskingWithTheSameDistribution) 
   const ConstraintVocab vocab(bytes, {0});
   auto schema = JsonSchema::any_object();
   auto in_reasoning = [&] {
-    auto c = std::make_unique<Constraint>(schema, nullptr, harmony_final_lead());
+    auto c = std::make_unique<Constraint>(harmony_final_plan(schema, nullptr));
     for (const char* t : {"<|channel|>", "analysis", "<|message|>"})
       EXPECT_TRUE(c->feed_token(static_cast<int32_t>(std::find(bytes.begin(), bytes.end(), t) - bytes.begin()), t));
     return c;
