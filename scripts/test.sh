@@ -5,8 +5,9 @@
 #     under each lower dispatch level (SINKSTREAM_CPU=avx512 where the CPU
 #     has AMX, then avx2; less the few tests no level changes; and the int8
 #     model tests under avxvnni where the CPU has AVX-VNNI, and with the
-#     other SINKSTREAM_PREFETCH, SINKSTREAM_PREFETCH_Q5K and
-#     SINKSTREAM_PREFETCH_Q6K choices than this CPU's), so every
+#     other SINKSTREAM_PREFETCH, SINKSTREAM_PREFETCH_Q4K,
+#     SINKSTREAM_PREFETCH_Q5K and SINKSTREAM_PREFETCH_Q6K choices than this
+#     CPU's), so every
 #     kernel family this machine can run is exercised end to end, whichever
 #     CPU CI lands on.
 #  2. clang Debug (asserts on, -O1 so the numeric tests run in minutes) +
@@ -72,18 +73,20 @@ if [[ "$usable" == *AVX_VNNI* ]]; then
   SINKSTREAM_CPU=avxvnni ctest --preset release -j"$jobs" \
     -R '^(All/ArchGolden|Greedy|GoldenNll|Batch|ChunkedPrefill|Int8Matmul|Interleave|Quant|Matmul|ReferenceForward)\.'
 fi
-# Q4_0 decode's software prefetch and the caches Q5_K's and Q6_K's fill are
+# Q4_0 decode's software prefetch and the caches Q4_K's, Q5_K's and Q6_K's fill are
 # chosen per CPU (src/util/cpu_features.h): the int8 tests and the models'
 # tests once more with the other choices.
 info="$(./build/release/sinkstream system-info)"
 other=off
 if [[ "$(grep '^prefetch:' <<<"$info")" == *"hardware only"* ]]; then other=on; fi
-other_q5k=l2 other_q6k=l2
+other_q4k=l2 other_q5k=l2 other_q6k=l2
+if grep -q 'Q4_K decode prefetches into L2' <<<"$info"; then other_q4k=l1; fi
 if grep -q 'Q5_K decode prefetches into L2' <<<"$info"; then other_q5k=l1; fi
 if grep -q 'Q6_K decode prefetches into L2' <<<"$info"; then other_q6k=l1; fi
-flipped=(SINKSTREAM_PREFETCH=$other SINKSTREAM_PREFETCH_Q5K=$other_q5k SINKSTREAM_PREFETCH_Q6K=$other_q6k)
+flipped=(SINKSTREAM_PREFETCH=$other SINKSTREAM_PREFETCH_Q4K=$other_q4k SINKSTREAM_PREFETCH_Q5K=$other_q5k
+  SINKSTREAM_PREFETCH_Q6K=$other_q6k)
 phase "int8 model tests under ${flipped[*]}"
-env "${flipped[@]}" ./build/release/sinkstream system-info | grep -A2 '^prefetch:'
+env "${flipped[@]}" ./build/release/sinkstream system-info | grep -A3 '^prefetch:'
 env "${flipped[@]}" \
   ctest --preset release -j"$jobs" -R '^(All/ArchGolden|Greedy|Batch|Int8Matmul)\.'
 if [[ "${SS_SKIP_ASAN:-0}" != 1 ]]; then

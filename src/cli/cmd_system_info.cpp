@@ -33,6 +33,8 @@ int SystemInfoCommand::run() {
     std::printf("fast batches: %s (--act-quant fast, 4+ rows of Q4_0/Q8_0)\n", r.bf16_batches.c_str());
     std::printf("prefetch:     %s in Q4_0 decode (%s; SINKSTREAM_PREFETCH=on|off sets it)\n", r.decode_prefetch.c_str(),
                 r.decode_prefetch_source.c_str());
+    std::printf("              Q4_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q4K=l1|l2 sets it)\n",
+                r.q4k_prefetch.c_str(), r.q4k_prefetch_source.c_str());
     std::printf("              Q5_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q5K=l1|l2 sets it)\n",
                 r.q5k_prefetch.c_str(), r.q5k_prefetch_source.c_str());
     std::printf("              Q6_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q6K=l1|l2 sets it)\n",
@@ -63,6 +65,8 @@ int SystemInfoCommand::run() {
   j["q6k_prefetch_from"] = r.q6k_prefetch_source;
   j["q5k_prefetch"] = r.q5k_prefetch;
   j["q5k_prefetch_from"] = r.q5k_prefetch_source;
+  j["q4k_prefetch"] = r.q4k_prefetch;
+  j["q4k_prefetch_from"] = r.q4k_prefetch_source;
   j["prefetch_followed"] = r.prefetch_followed;
   j["default_threads"] = threads.threads;
   j["default_threads_from"] = threads.why;

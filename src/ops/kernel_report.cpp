@@ -29,6 +29,8 @@ KernelReport kernel_report() {
   r.q6k_prefetch_source = q6k_prefetch_source();
   r.q5k_prefetch = q5k_prefetch_target() == PrefetchTarget::L2 ? "L2" : "L1";
   r.q5k_prefetch_source = q5k_prefetch_source();
+  r.q4k_prefetch = q4k_prefetch_target() == PrefetchTarget::L2 ? "L2" : "L1";
+  r.q4k_prefetch_source = q4k_prefetch_source();
   r.prefetch_followed = r.int8_decode == "avx512-vnni";
   return r;
 }
@@ -37,7 +39,8 @@ std::string format_kernel_report(const KernelReport& r) {
   return "cpu " + r.cpu + " (" + r.detected + ") | cap " + r.cap + (r.cap_from_env ? " (SINKSTREAM_CPU)" : "") +
          " | float matmul " + r.float_matmul + " | vector ops " + r.vector_ops + " | int8 decode " + r.int8_decode +
          ", batches " + r.int8_batches + " | fast batches " + r.bf16_batches + " | decode prefetch " +
-         (r.prefetch_followed ? r.decode_prefetch + ", Q5_K into " + r.q5k_prefetch + ", Q6_K into " + r.q6k_prefetch
+         (r.prefetch_followed ? r.decode_prefetch + ", Q4_K into " + r.q4k_prefetch + ", Q5_K into " + r.q5k_prefetch +
+                                    ", Q6_K into " + r.q6k_prefetch
                               : "the " + r.int8_decode + " kernels' own");
 }
 

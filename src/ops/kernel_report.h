@@ -24,8 +24,10 @@ struct KernelReport {
   std::string q6k_prefetch;            // Q6_K decode's prefetch fills "L1" or "L2"
   std::string q6k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q6K"
   std::string q5k_prefetch;            // the same for Q5_K decode
-  std::string q5k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q5K"
-  // Whether the int8 decode kernels that run follow the three choices above:
+  std::string q5k_prefetch_source;     // "default", "default for Zen 4", "SINKSTREAM_PREFETCH_Q5K", ...
+  std::string q4k_prefetch;            // the same for Q4_K decode
+  std::string q4k_prefetch_source;     // "default", "default for Intel with AMX", "SINKSTREAM_PREFETCH_Q4K"
+  // Whether the int8 decode kernels that run follow the four choices above:
   // the AVX-512 VNNI ones (AMX machines decode with them too) do; the AVX2 /
   // AVX-VNNI tiles and the float kernels prefetch their own fixed way.
   bool prefetch_followed = false;

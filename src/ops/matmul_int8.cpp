@@ -671,7 +671,7 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
   constexpr int kPairBytes = kFive ? kQ5KIlPairBytes : kQ4KIlPairBytes;
   const int64_t nb = xq.blocks(), cols = xq.cols, ns = cols / kQkK;
   const __m512i low = _mm512_set1_epi8(0x0F);
-  const bool to_l2 = kFive && q5k_prefetch_target() == PrefetchTarget::L2;
+  const bool to_l2 = (kFive ? q5k_prefetch_target() : q4k_prefetch_target()) == PrefetchTarget::L2;
   __m512 acc[G][NT];
   for (int u = 0; u < G; ++u)
     for (int k = 0; k < NT; ++k) acc[u][k] = _mm512_setzero_ps();
@@ -700,8 +700,8 @@ SS_VNNI void interleaved_k45_tile(const uint8_t* group, const QuantizedActs& xq,
           const uint8_t* pp = p[u] + kQ4KIlNibbles + kPairBytes * pair;
           // A group's super-blocks are contiguous, and the next group follows.
           // Only the first activation rows' pass brings them in (a batch's
-          // later passes meet the group in cache). Which cache, for Q5_K:
-          // q5k_prefetch_target().
+          // later passes meet the group in cache). Which cache:
+          // q4k_prefetch_target(), q5k_prefetch_target().
           if (c % 4 == 0 && t0 == 0)
             prefetch_share_into<kSuperBytes, 8>(to_l2, p[u] + kSuperBlocksAhead<kSuperBytes> * kSuperBytes,
                                                 2 * pair + c / 4);

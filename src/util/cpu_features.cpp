@@ -236,15 +236,23 @@ bool is_zen4() {
   return id.vendor == "AuthenticAMD" && id.family == 0x19 && (cpu_detected() & kCpuAvx512);
 }
 
+// Sapphire Rapids and later (what the AMX VM measured): the memory system's
+// kind, whatever cap SINKSTREAM_CPU sets, hence detected, not usable.
+bool is_intel_amx() { return cpu_identity().vendor == "GenuineIntel" && (cpu_detected() & kCpuAmxInt8); }
+
+// The default a knob takes on this CPU, and the name `source` reports.
 template <class Mode>
-EnvChoice<Mode> choose(const char* var, Mode fallback, Mode on_zen4,
+struct CpuDefault {
+  Mode mode;
+  const char* source;
+};
+
+template <class Mode>
+EnvChoice<Mode> choose(const char* var, CpuDefault<Mode> fallback,
                        std::initializer_list<std::pair<std::string_view, Mode>> values) {
   EnvChoice<Mode> out;
-  out.mode = fallback;
-  if (is_zen4()) {
-    out.mode = on_zen4;
-    out.source = "default for Zen 4";
-  }
+  out.mode = fallback.mode;
+  out.source = fallback.source;
   const char* v = std::getenv(var);
   if (v == nullptr || *v == '\0') return out;
   std::string names;
@@ -261,23 +269,33 @@ EnvChoice<Mode> choose(const char* var, Mode fallback, Mode on_zen4,
 }
 
 const EnvChoice<DecodePrefetch>& q4_0_choice() {
-  static const auto c = choose("SINKSTREAM_PREFETCH", DecodePrefetch::Software, DecodePrefetch::HardwareOnly,
+  static const auto c = choose("SINKSTREAM_PREFETCH",
+                               is_zen4() ? CpuDefault{DecodePrefetch::HardwareOnly, "default for Zen 4"}
+                                         : CpuDefault{DecodePrefetch::Software, "default"},
                                {{"on", DecodePrefetch::Software}, {"off", DecodePrefetch::HardwareOnly}});
   return c;
 }
 
-// L1 by default, L2 on Zen 4.
-EnvChoice<PrefetchTarget> cache_choice(const char* var) {
-  return choose(var, PrefetchTarget::L1, PrefetchTarget::L2, {{"l1", PrefetchTarget::L1}, {"l2", PrefetchTarget::L2}});
+// L1 unless this CPU's kind is one where L2 was measured faster for the type.
+EnvChoice<PrefetchTarget> cache_choice(const char* var, bool l2_on_zen4, bool l2_on_intel_amx) {
+  CpuDefault<PrefetchTarget> d{PrefetchTarget::L1, "default"};
+  if (l2_on_zen4 && is_zen4()) d = {PrefetchTarget::L2, "default for Zen 4"};
+  if (l2_on_intel_amx && is_intel_amx()) d = {PrefetchTarget::L2, "default for Intel with AMX"};
+  return choose(var, d, {{"l1", PrefetchTarget::L1}, {"l2", PrefetchTarget::L2}});
+}
+
+const EnvChoice<PrefetchTarget>& q4k_choice() {
+  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q4K", /*l2_on_zen4=*/false, /*l2_on_intel_amx=*/true);
+  return c;
 }
 
 const EnvChoice<PrefetchTarget>& q5k_choice() {
-  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q5K");
+  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q5K", /*l2_on_zen4=*/true, /*l2_on_intel_amx=*/true);
   return c;
 }
 
 const EnvChoice<PrefetchTarget>& q6k_choice() {
-  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q6K");
+  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q6K", /*l2_on_zen4=*/true, /*l2_on_intel_amx=*/false);
   return c;
 }
 }  // namespace
@@ -288,8 +306,10 @@ PrefetchTarget q6k_prefetch_target() { return q6k_choice().mode; }
 std::string q6k_prefetch_source() { return q6k_choice().source; }
 PrefetchTarget q5k_prefetch_target() { return q5k_choice().mode; }
 std::string q5k_prefetch_source() { return q5k_choice().source; }
+PrefetchTarget q4k_prefetch_target() { return q4k_choice().mode; }
+std::string q4k_prefetch_source() { return q4k_choice().source; }
 std::string prefetch_env_error() {
-  for (const std::string* e : {&q4_0_choice().error, &q5k_choice().error, &q6k_choice().error})
+  for (const std::string* e : {&q4_0_choice().error, &q4k_choice().error, &q5k_choice().error, &q6k_choice().error})
     if (!e->empty()) return *e;
   return "";
 }

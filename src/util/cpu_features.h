@@ -115,7 +115,8 @@ std::string decode_prefetch_source();
 // gained nothing from it: 0.81-0.88 -> 0.81-0.83, 0.78-0.79 -> 0.71-0.77).
 enum class PrefetchTarget { L1, L2 };
 PrefetchTarget q6k_prefetch_target();
-// "SINKSTREAM_PREFETCH_Q6K", "default for Zen 4" or "default".
+// "SINKSTREAM_PREFETCH_Q6K", "default for Zen 4", "default for Intel with
+// AMX" (Q4_K, Q5_K) or "default".
 std::string q6k_prefetch_source();
 // The same for Q5_K (interleaved_k45_tile), chosen on its own: on Zen 4 L2
 // again reads faster (DecodeSweep Q5_K, one thread, three alternating
@@ -124,11 +125,24 @@ std::string q6k_prefetch_source();
 // in eight, medians 43.0 / 42.8: memory-bound there either way; eight
 // sequences, one thread 93.5-106.3 -> 110.2-114.8).
 // SINKSTREAM_PREFETCH_Q5K=l1|l2 overrides it.
+// On Intel with AMX (an Emerald Rapids VM, 2 vCPUs) L2 reads faster for
+// Q5_K and Q4_K both: TinyLlama decode as a share of a plain sweep over the
+// same weights right after each step (`bench --bandwidth`), four alternating
+// rounds: Q5_K_M 82-82% -> 85-88% at one thread and 76-80% -> 78-85% at two;
+// Q4_K_M 79-81% -> 85-86% and 72-78% -> 72-83%. Q6_K there: 76-77% (L1)
+// against 72-76% (L2), two rounds, so Q6_K stays in L1. Source "default for
+// Intel with AMX".
 PrefetchTarget q5k_prefetch_target();
 std::string q5k_prefetch_source();
+// The same for Q4_K: L2 on Intel with AMX (above), L1 elsewhere, Zen 4
+// included (Q4_K into L2 made two threads slower there).
+// SINKSTREAM_PREFETCH_Q4K=l1|l2 overrides it.
+PrefetchTarget q4k_prefetch_target();
+std::string q4k_prefetch_source();
 
-// The error text for a value of SINKSTREAM_PREFETCH, SINKSTREAM_PREFETCH_Q5K
-// or SINKSTREAM_PREFETCH_Q6K that is not known ("" when all are fine).
+// The error text for a value of SINKSTREAM_PREFETCH, SINKSTREAM_PREFETCH_Q4K,
+// SINKSTREAM_PREFETCH_Q5K or SINKSTREAM_PREFETCH_Q6K that is not known (""
+// when all are fine).
 std::string prefetch_env_error();
 
 // Tests: sets the cap for a scope and restores the previous one after.

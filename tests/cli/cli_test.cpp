@@ -245,7 +245,8 @@ TEST(Cli, SystemInfoReportsTheDecodePrefetchChoice) {
     EXPECT_EQ(r.rc, 0) << env;
     return nlohmann::json::parse(r.out);
   };
-  const auto def = info("env -u SINKSTREAM_PREFETCH -u SINKSTREAM_PREFETCH_Q5K -u SINKSTREAM_PREFETCH_Q6K ");
+  const auto def = info(
+      "env -u SINKSTREAM_PREFETCH -u SINKSTREAM_PREFETCH_Q4K -u SINKSTREAM_PREFETCH_Q5K -u SINKSTREAM_PREFETCH_Q6K ");
   EXPECT_TRUE(def["decode_prefetch_from"] == "default" || def["decode_prefetch_from"] == "default for Zen 4")
       << def.dump();
   EXPECT_EQ(def["decode_prefetch"], def["decode_prefetch_from"] == "default" ? "software" : "hardware only");
@@ -268,17 +269,31 @@ TEST(Cli, SystemInfoReportsTheDecodePrefetchChoice) {
   EXPECT_EQ(bad.rc, 1);
   EXPECT_NE(bad.out.find("SINKSTREAM_PREFETCH_Q6K=l3: expected l1 or l2"), std::string::npos) << bad.out;
 
-  EXPECT_EQ(def["q5k_prefetch_from"], def["decode_prefetch_from"]) << def.dump();
-  EXPECT_EQ(def["q5k_prefetch"], def["q5k_prefetch_from"] == "default" ? "L1" : "L2");
-  for (const char* target : {"l1", "l2"}) {
-    const auto set = info(std::string("env SINKSTREAM_PREFETCH_Q5K=") + target + " ");
-    EXPECT_EQ(set["q5k_prefetch"], std::string(target) == "l1" ? "L1" : "L2");
-    EXPECT_EQ(set["q5k_prefetch_from"], "SINKSTREAM_PREFETCH_Q5K");
-    EXPECT_EQ(set["q6k_prefetch"], def["q6k_prefetch"]);  // each type's knob moves only its own choice
+  // Q5_K: L2 on Zen 4 and on Intel with AMX; Q4_K: L2 on Intel with AMX
+  // only. The CPU kind shows in the other knobs' sources.
+  const bool intel_amx = def["q4k_prefetch_from"] == "default for Intel with AMX";
+  EXPECT_TRUE(intel_amx || def["q4k_prefetch_from"] == "default") << def.dump();
+  if (intel_amx) {
+    EXPECT_EQ(def["decode_prefetch_from"], "default") << def.dump();
   }
-  bad = run("env SINKSTREAM_PREFETCH_Q5K=L2x " + std::string(SS_CLI_BINARY) + " system-info", true, /*raw=*/true);
-  EXPECT_EQ(bad.rc, 1);
-  EXPECT_NE(bad.out.find("SINKSTREAM_PREFETCH_Q5K=L2x: expected l1 or l2"), std::string::npos) << bad.out;
+  EXPECT_EQ(def["q4k_prefetch"], intel_amx ? "L2" : "L1");
+  EXPECT_EQ(def["q5k_prefetch_from"], intel_amx ? def["q4k_prefetch_from"] : def["decode_prefetch_from"]) << def.dump();
+  EXPECT_EQ(def["q5k_prefetch"], def["q5k_prefetch_from"] == "default" ? "L1" : "L2");
+  for (const std::string knob : {"Q4K", "Q5K"}) {
+    const std::string key = knob == "Q4K" ? "q4k_prefetch" : "q5k_prefetch";
+    const std::string other = knob == "Q4K" ? "q5k_prefetch" : "q4k_prefetch";
+    for (const char* target : {"l1", "l2"}) {
+      const auto set = info("env SINKSTREAM_PREFETCH_" + knob + "=" + target + " ");
+      EXPECT_EQ(set[key], std::string(target) == "l1" ? "L1" : "L2");
+      EXPECT_EQ(set[key + "_from"], "SINKSTREAM_PREFETCH_" + knob);
+      EXPECT_EQ(set["q6k_prefetch"], def["q6k_prefetch"]);  // each type's knob moves only its own choice
+      EXPECT_EQ(set[other], def[other]);
+    }
+    bad = run("env SINKSTREAM_PREFETCH_" + knob + "=L2x " + std::string(SS_CLI_BINARY) + " system-info", true,
+              /*raw=*/true);
+    EXPECT_EQ(bad.rc, 1);
+    EXPECT_NE(bad.out.find("SINKSTREAM_PREFETCH_" + knob + "=L2x: expected l1 or l2"), std::string::npos) << bad.out;
+  }
 
   // Only the AVX-512 VNNI decode kernels follow the knobs: under a cap that
   // runs other kernels the report must not claim their prefetch.
