@@ -128,7 +128,7 @@ std::string q6k_prefetch_source();
 // On Intel with AMX (an Emerald Rapids VM, 2 vCPUs) L2 reads faster for
 // Q5_K and Q4_K both: TinyLlama decode as a share of a plain sweep over the
 // same weights right after each step (`bench --bandwidth`), four alternating
-// rounds: Q5_K_M 82-82% -> 85-88% at one thread and 76-80% -> 78-85% at two;
+// rounds: Q5_K_M 82% -> 85-88% at one thread and 76-80% -> 78-85% at two;
 // Q4_K_M 79-81% -> 85-86% and 72-78% -> 72-83%. Q6_K there: 76-77% (L1)
 // against 72-76% (L2), two rounds, so Q6_K stays in L1. Source "default for
 // Intel with AMX".
