@@ -270,8 +270,8 @@ EnvChoice<Mode> choose(const char* var, CpuDefault<Mode> fallback,
 
 const EnvChoice<DecodePrefetch>& q4_0_choice() {
   static const auto c = choose("SINKSTREAM_PREFETCH",
-                               is_zen4() ? CpuDefault{DecodePrefetch::HardwareOnly, "default for Zen 4"}
-                                         : CpuDefault{DecodePrefetch::Software, "default"},
+                               is_zen4() ? CpuDefault<DecodePrefetch>{DecodePrefetch::HardwareOnly, "default for Zen 4"}
+                                         : CpuDefault<DecodePrefetch>{DecodePrefetch::Software, "default"},
                                {{"on", DecodePrefetch::Software}, {"off", DecodePrefetch::HardwareOnly}});
   return c;
 }
