@@ -101,8 +101,8 @@ BENCHMARK(BM_MatmulInt8)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 // Q4_0, Q8_0 and the K-quants from their interleaved copies (ops/interleave.h),
 // as the engine reads them.
 void BM_MatmulInt8Interleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Int8, true); }
-BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2}, {2048}, {2048}, {1, 8, 16, 32, 64, 128}});
-BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{8, 12, 13, 14}, {2048}, {2048}, {1, 8, 16, 64}});
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{2}, {2048}, {2048}, {1, 8, 16, 32, 64, 128, 256}});
+BENCHMARK(BM_MatmulInt8Interleaved)->ArgsProduct({{8, 12, 13, 14}, {2048}, {2048}, {1, 8, 16, 32, 64, 128, 256}});
 BENCHMARK(BM_MatmulInt8Interleaved)->Args({2, 5632, 2048, 1})->Args({2, 2048, 5632, 1});
 // One activation row against 256 x 2048 weights (0.3-0.5 MB: held in L2):
 // the kernels' compute rate with memory out of the way, which one-thread
@@ -240,7 +240,7 @@ void BM_MatmulFast(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast); }
 BENCHMARK(BM_MatmulFast)->ArgsProduct({{8, 2}, {2048}, {2048}, {16, 64}});
 BENCHMARK(BM_MatmulFast)->Args({2, 5632, 2048, 64})->Args({2, 2048, 5632, 64});
 void BM_MatmulFastInterleaved(benchmark::State& st) { run_matmul(st, ss::ActQuant::Fast, true); }
-BENCHMARK(BM_MatmulFastInterleaved)->ArgsProduct({{2}, {2048}, {2048}, {16, 32, 64, 128}});
+BENCHMARK(BM_MatmulFastInterleaved)->ArgsProduct({{2, 8}, {2048}, {2048}, {8, 16, 32, 64, 128, 256}});
 
 // stories260K's F32 shapes (rows x cols): q/o, gate/up, down, output.
 BENCHMARK(BM_Matmul)->Args({0, 64, 64, 1})->Args({0, 172, 64, 1})->Args({0, 64, 172, 1})->Args({0, 512, 64, 1});

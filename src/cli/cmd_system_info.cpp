@@ -4,6 +4,8 @@
 
 #include "cli/commands.h"
 #include "ops/kernel_report.h"
+#include "ops/matmul.h"
+#include "ops/matmul_int8.h"
 #include "util/thread_count.h"
 
 namespace ss::cli {
@@ -29,8 +31,14 @@ int SystemInfoCommand::run() {
                 r.float_matmul.c_str());
     std::printf("vector ops:   %s (RMSNorm, softmax, fused attention, SwiGLU)\n", r.vector_ops.c_str());
     std::printf("int8 decode:  %s (--act-quant int8/fast, 1-3 rows)\n", r.int8_decode.c_str());
-    std::printf("int8 batches: %s (--act-quant int8, 4+ rows)\n", r.int8_batches.c_str());
-    std::printf("fast batches: %s (--act-quant fast, 4+ rows of Q4_0/Q8_0)\n", r.bf16_batches.c_str());
+    if (r.int8_batches == "amx-int8")
+      std::printf(
+          "int8 batches: amx-int8 from %d rows, Q4_K/Q5_K from %d (--act-quant int8; Q6_K and fewer rows: %s)\n",
+          kAmxMinRows, amx_min_rows(GgmlType::Q4_K), r.int8_decode.c_str());
+    else
+      std::printf("int8 batches: %s (--act-quant int8, 4+ rows)\n", r.int8_batches.c_str());
+    std::printf("fast batches: %s (--act-quant fast, %d+ rows of Q4_0/Q8_0; fewer as int8)\n", r.bf16_batches.c_str(),
+                kBf16MinRows);
     std::printf("prefetch:     %s in Q4_0 decode (%s; SINKSTREAM_PREFETCH=on|off sets it)\n", r.decode_prefetch.c_str(),
                 r.decode_prefetch_source.c_str());
     std::printf("              Q4_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q4K=l1|l2 sets it)\n",

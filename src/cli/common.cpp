@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "model/story_text.h"
 #include "ops/kernel_report.h"
+#include "ops/matmul.h"
 #include "runtime/kernel_layouts.h"
 #include "util/mapped_file.h"
 #include "util/thread_count.h"
@@ -38,8 +40,10 @@ void ModelFlags::add(Flags& app) {
   app.add("--act-quant", act_quant,
           "activations meeting Q4_0/Q8_0/Q4_K/Q5_K/Q6_K weights: int8 (default: rounded per block of 32 as "
           "llama.cpp does, on AVX-512 VNNI/AMX or AVX2; the float path on older CPUs), none (exact floats: "
-          "the reference path) or fast (int8 for 1-3 rows; batches of 4+ rows as bf16 weights x bf16 "
-          "activations on AMX-BF16 for Q4_0/Q8_0). F32/F16/BF16 weights always take the float path")
+          "the reference path) or fast (int8 for fewer than " +
+              std::to_string(kBf16MinRows) +
+              " rows; larger batches as bf16 weights x bf16 "
+              "activations on AMX-BF16 for Q4_0/Q8_0). F32/F16/BF16 weights always take the float path")
       .one_of({"none", "int8", "fast"})
       .show_default();
 }

@@ -86,10 +86,6 @@ void shared_pass(std::span<const MatmulOut> outs, int n, ThreadPool& pool, const
       parts);
 }
 
-// Batches of this many rows or more take bf16 tiles under ActQuant::Fast;
-// fewer stay int8 (a bf16 GEMV would be slower than the memory it reads).
-constexpr int kBf16MinRows = 4;
-
 bool all_supported(std::span<const MatmulOut> outs, bool (*supported)(const TensorView&)) {
   for (const auto& o : outs)
     if (!supported(*o.w) || o.w->ne0 != outs[0].w->ne0) return false;

@@ -150,7 +150,7 @@ void quantize_acts(const float* x, int n, int64_t cols, QuantizedActs& out, Thre
   out.sum.resize(static_cast<size_t>(n * nb));
   out.sum16.resize(static_cast<size_t>(2 * n * nb));
   out.dsum.resize(static_cast<size_t>(n * nb));
-  out.amx = n >= 4 && amx_for_batches();
+  out.amx = n >= kAmxMinRows && amx_for_batches();
   // AMX operand: per 16 rows and block, [k/4][row][4] bytes (rows past n: 0).
   const int groups = out.amx ? (n + 15) / 16 : 0;
   out.q_halves.resize(out.amx ? 0 : static_cast<size_t>(n * cols));
@@ -487,6 +487,8 @@ SS_VNNI void vnni_rows(const TensorView& w, const QuantizedActs& xq, int t0, flo
 // group of four activation rows).
 template <GgmlType T>
 SS_VNNI void vnni_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
+  // Plain Q4_0 reads q_halves, which activations packed for AMX lack.
+  if constexpr (T == GgmlType::Q4_0) SS_CHECK(!xq.q_halves.empty());
   for (int64_t s0 = r0; s0 < r1; s0 += 16) {
     const int64_t s1 = std::min(r1, s0 + 16);
     for_act_groups(xq.n, [&](int t, auto nt) { vnni_rows<T, decltype(nt)::value>(w, xq, t, y, s0, s1); });
@@ -1288,13 +1290,13 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   if (!cpu_has_vnni())
     return cpu_usable(kCpuAvxVnni) ? matmul_int8_avxvnni_rows(w, xq, y, r0, r1)
                                    : matmul_int8_avx2_rows(w, xq, y, r0, r1);
-  // Q6_K's scales are per 16 weights, finer than an AMX product's block of
-  // 32: batches take the VNNI kernel too (q is filled for both layouts).
-  // Interleaved Q6_K is read interleaved for batches too, even where AMX
-  // tiles take the other types' batches.
-  if (w.interleaved != nullptr && (w.type == GgmlType::Q6_K || !xq.amx)) return interleaved_matmul(w, xq, y, r0, r1);
+  // Below its type's amx_min_rows, a batch packed for AMX takes VNNI (the
+  // interleaved kernels and the plain K-quant ones read q, which is filled
+  // for both layouts).
+  const bool amx = xq.amx && xq.n >= amx_min_rows(w.type);
+  if (w.interleaved != nullptr && !amx) return interleaved_matmul(w, xq, y, r0, r1);
+  if (amx) return k45(w.type) ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q6_K) return vnni_matmul<GgmlType::Q6_K>(w, xq, y, r0, r1);
-  if (xq.amx) return k45(w.type) ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_K) return vnni_matmul<GgmlType::Q4_K>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q5_K) return vnni_matmul<GgmlType::Q5_K>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q4_0)
@@ -1303,7 +1305,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
     vnni_matmul<GgmlType::Q8_0>(w, xq, y, r0, r1);
 }
 
-bool int8_uses_amx(const TensorView& w, int n) { return n >= 4 && amx_enabled() && w.type != GgmlType::Q6_K; }
+bool int8_uses_amx(const TensorView& w, int n) { return n >= amx_min_rows(w.type) && amx_enabled(); }
 
 const char* int8_kernels() {
   if (!cpu_has_vnni()) return cpu_usable(kCpuAvxVnni) ? "avx-vnni" : cpu_usable(kCpuAvx2) ? "avx2" : "none";

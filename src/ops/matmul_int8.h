@@ -19,6 +19,7 @@
 // int8_matmul_supported() is false and callers keep the float path. What is bit-equal to what on each
 // kernel is stated once, in matmul.h (MatmulKernel).
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "format/tensor.h"
@@ -40,8 +41,9 @@ struct QuantizedActs {
   std::vector<int32_t> sum16;  // the sums of q per 16 [n x cols/16] (Q6_K's sub-blocks)
   std::vector<float> dsum;     // d * sum [n x cols/32] (Q4_K's and Q5_K's mins)
   // Which kernel these activations are laid out for, decided once here and
-  // followed by matmul_int8_rows: AMX tiles (4+ rows, where allowed and
-  // present; `packed` filled) or VNNI (`q_halves` filled).
+  // followed by matmul_int8_rows: AMX tiles (kAmxMinRows+ rows, where allowed
+  // and present; `packed` filled, and types below their amx_min_rows read q
+  // with VNNI) or VNNI (`q_halves` filled).
   bool amx = false;
   // For VNNI: q with each pair of blocks (b, b+1) as [b 0-15, b+1 0-15,
   // b 16-31, b+1 16-31], the order a Q4_0 block pair's low and high nibbles
@@ -71,6 +73,23 @@ bool int8_matmul_supported(const TensorView& w);
 // otherwise, except the K-quants under AVX2, which then take the float path.
 enum class Int8Layout { None, Plain, Interleaved };
 Int8Layout int8_layout(const TensorView& w);
+// Activation rows from which a batch against W's type takes the AMX int8
+// tiles where the CPU has them (VNNI below; Q6_K, whose scales change every
+// 16 weights, never). Below, the tiles' per-block scaling and their second
+// activation group (16 rows each, two per pass) cost more than the VNNI
+// tiles. kernels_bench MatmulInt8Interleaved, 2048 x 2048, one thread on the
+// Intel AMX VM, GFLOP/s AMX against VNNI (SINKSTREAM_CPU=avx512), two
+// alternating rounds: Q4_0 at 8 rows 149-151 vs 414-473, 16 247-297 vs
+// 452-473, 32 535-539 vs 469-493, 64 625-641 vs 503-519, 128 681-702 vs
+// 523-539; Q8_0 at 16 270-274 vs 400-417, 32 490-507 vs 466-474, 64 589-613
+// vs 485-505; Q4_K at 16 218-223 vs 388-391, 32 422-424 vs 467-469, 64
+// 504-512 vs 488-522, 128 555-562 vs 532-548, 256 578-589 vs 546-560; Q5_K at
+// 32 384-424 vs 451-456, 64 491-504 vs 501-508, 128 561-568 vs 514-539.
+inline constexpr int kAmxMinRows = 32;  // the least of amx_min_rows: where activations are packed for AMX
+inline int amx_min_rows(GgmlType t) {
+  if (t == GgmlType::Q6_K) return std::numeric_limits<int>::max();
+  return t == GgmlType::Q4_K || t == GgmlType::Q5_K ? 64 : kAmxMinRows;
+}
 // Whether n activation rows against W take the AMX tiles (else VNNI).
 bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are

@@ -57,7 +57,7 @@ TEST(Bf16Matmul, KernelMatchesScalarTwinAndExactPathWithinRoundingBound) {
         const TensorView w = random_weights(t, rows, cols, rng, storage);
         if (!bf16_matmul_supported(w)) continue;
         any = true;
-        for (int n : {4, 5, 16, 17, 33, 64}) {
+        for (int n : {kBf16MinRows, kBf16MinRows + 1, kBf16MinRows + 33}) {
           std::vector<float> x(static_cast<size_t>(n) * cols);
           for (auto& v : x) v = u(rng);
           std::vector<float> twin(static_cast<size_t>(n) * rows), exact(twin.size()), scale(twin.size(), 0.0f);
@@ -89,15 +89,15 @@ TEST(Bf16Matmul, KernelMatchesScalarTwinAndExactPathWithinRoundingBound) {
   if (!any) GTEST_SKIP() << "no AMX-BF16 on this CPU and cap (Fast batches take int8: Int8Matmul tests)";
 }
 
-// Fewer than four rows stay on the int8 kernels (other types staying exact
-// under every mode: Int8Matmul.OtherTypesStayOnTheFloatPath).
+// Fewer than kBf16MinRows rows stay on the int8 kernels (other types staying
+// exact under every mode: Int8Matmul.OtherTypesStayOnTheFloatPath).
 TEST(Bf16Matmul, DecodeRowsKeepTheInt8Path) {
   std::mt19937 rng(9);
   std::uniform_real_distribution<float> u(-1, 1);
   ThreadPool pool(1);
   std::vector<uint8_t> storage;
   const TensorView q = random_weights(GgmlType::Q4_0, 33, 256, rng, storage);
-  for (int n : {1, 2, 3}) {
+  for (int n : {1, 2, 3, 4, 17, kBf16MinRows - 1}) {
     std::vector<float> x(static_cast<size_t>(n) * 256), a(static_cast<size_t>(n) * 33), b(a.size());
     for (auto& v : x) v = u(rng);
     matmul(q, x.data(), n, a.data(), pool, ActQuant::Int8);

@@ -101,7 +101,7 @@ TEST(Int8Matmul, KernelsMatchScalarTwinAndExactPathWithinRoundingBound) {
       for (int rows : {1, 5, 17, 67}) {
         std::vector<uint8_t> storage;
         const TensorView w = random_weights(t, rows, cols, rng, storage);
-        for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33}) {
+        for (int n : {1, 2, 3, 4, 5, 9, 16, 17, 33, 65}) {
           std::vector<float> x(static_cast<size_t>(n) * cols);
           for (auto& v : x) v = u(rng);
           QuantizedActs xq;
@@ -171,7 +171,7 @@ void interleaved_matches_twin_and_plain(GgmlType type, std::initializer_list<int
       std::vector<uint8_t> copy;
       const TensorView iw = interleaved_view(w, copy);
       if (!int8_matmul_supported(iw)) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
-      for (int n : {1, 2, 3, 4, 5, 9, 17, 33, decoded_batch_min_rows(type) + 1}) {
+      for (int n : {1, 2, 3, 4, 5, 9, 17, 33, decoded_batch_min_rows(type) + 1, 65}) {
         std::vector<float> x(static_cast<size_t>(n) * cols);
         for (auto& v : x) v = u(rng);
         QuantizedActs xq;
@@ -273,7 +273,7 @@ TEST(Int8Matmul, InterleavedRowsAreTheSameBitsInAnyRowRange) {
     for (CpuLevel level : cpu_levels_to_test()) {
       ScopedCpuCap cap(level);
       if (!int8_matmul_supported(iw) || int8_layout(iw) != Int8Layout::Interleaved) continue;
-      for (int n : {1, 2, 3, 4, 5, decoded_batch_min_rows(type) + 1}) {
+      for (int n : {1, 2, 3, 4, 5, decoded_batch_min_rows(type) + 1, 65}) {
         std::vector<float> x(static_cast<size_t>(n) * cols);
         for (auto& v : x) v = u(rng);
         QuantizedActs xq;
@@ -400,7 +400,7 @@ TEST(Int8Matmul, ExtremeBlocksAreExactOnEveryKernel) {
           blk[2 + i] = t == GgmlType::Q8_0 ? static_cast<uint8_t>(low ? -128 : 127) : (low ? 0x00 : 0xFF);
         }
       }
-    for (int n : {1, 2, 3, 4, 5}) {
+    for (int n : {1, 2, 3, 4, 5, 33}) {
       std::vector<float> x(static_cast<size_t>(n) * kCols);
       for (int k = 0; k < n; ++k)
         for (int i = 0; i < kCols; ++i) x[k * kCols + i] = ((i / 8 + k) % 2 ? 1.0f : -1.0f) * (k + 1);
@@ -458,7 +458,7 @@ TEST(Int8Matmul, ExtremeInterleavedBlocksAreExactOnEveryKernel) {
     const TensorView iw = interleaved_view(w, copy);
     // Batches from decoded_batch_min_rows on unpack each group once
     // (ops/matmul_int8_decoded.h), up to 63 per unsigned weight byte.
-    for (int n : {1, 2, 3, 4, 5, decoded_batch_min_rows(t) + 1}) {
+    for (int n : {1, 2, 3, 4, 5, decoded_batch_min_rows(t) + 1, 65}) {
       std::vector<float> x(static_cast<size_t>(n) * kCols);
       for (int k = 0; k < n; ++k)
         for (int i = 0; i < kCols; ++i) x[k * kCols + i] = (k % 2 == 0 || (i / 8) % 2 ? 1.0f : -1.0f) * (k + 1);
@@ -483,7 +483,7 @@ TEST(Int8Matmul, AvxVnniTilesAreTheSameBitsAsAvx2) {
     const TensorView w = random_weights(t, 48, 512, rng, storage);
     const TensorView iw = interleaved_view(w, copy);
     for (const TensorView* view : {&w, &iw}) {
-      for (int n : {1, 2, 3, 4, 5, 9, 17, 33}) {
+      for (int n : {1, 2, 3, 4, 5, 9, 17, 33, 65}) {
         std::vector<float> x(static_cast<size_t>(n) * w.ne0);
         for (auto& v : x) v = u(rng) * (1 + n % 3);
         std::vector<float> y[2];
@@ -506,7 +506,7 @@ TEST(Int8Matmul, AvxVnniTilesAreTheSameBitsAsAvx2) {
       }
     }
   }
-  EXPECT_EQ(compared, 8 * 7);  // Q4_0 and Q8_0 both layouts, the K-quants interleaved
+  EXPECT_EQ(compared, 9 * 7);  // nine row counts; Q4_0 and Q8_0 both layouts, the K-quants interleaved
 }
 
 // Matrices sharing one input in one pass (q/k/v, gate/up) give exactly what
@@ -516,28 +516,31 @@ TEST(Int8Matmul, SharedInputPassEqualsSeparateMatmuls) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-1, 1);
   ThreadPool pool1(1), pool2(2);
-  std::vector<uint8_t> s0, s1, s2;
-  const TensorView w[3] = {random_weights(GgmlType::Q4_0, 67, 256, rng, s0),
-                           random_weights(GgmlType::Q8_0, 5, 256, rng, s1),
-                           random_weights(GgmlType::Q4_0, 130, 256, rng, s2)};
+  std::vector<uint8_t> s0, s1, s2, s3;
+  // Q4_K beside Q4_0: one set of activations, types whose batches change
+  // kernel at different row counts (amx_min_rows).
+  constexpr int kMats = 4;
+  const TensorView w[kMats] = {
+      random_weights(GgmlType::Q4_0, 67, 256, rng, s0), random_weights(GgmlType::Q8_0, 5, 256, rng, s1),
+      random_weights(GgmlType::Q4_0, 130, 256, rng, s2), random_weights(GgmlType::Q4_K, 33, 256, rng, s3)};
   if (!int8_matmul_supported(w[0])) GTEST_SKIP() << "no int8 kernel on this CPU and cap";
   for (CpuLevel level : cpu_levels_to_test()) {  // every int8 kernel (AMX, VNNI) this CPU has
     ScopedCpuCap cap(level);
     if (!int8_matmul_supported(w[0])) break;
-    for (int n : {1, 3, 9, 33}) {
+    for (int n : {1, 3, 9, 33, 65}) {
       std::vector<float> x(static_cast<size_t>(n) * 256);
       for (auto& v : x) v = u(rng);
       for (ThreadPool* pool : {&pool1, &pool2}) {
-        std::vector<float> alone[3], shared[3];
-        MatmulOut outs[3];
-        for (int i = 0; i < 3; ++i) {
+        std::vector<float> alone[kMats], shared[kMats];
+        MatmulOut outs[kMats];
+        for (int i = 0; i < kMats; ++i) {
           alone[i].assign(static_cast<size_t>(n * w[i].ne1), NAN);
           shared[i].assign(alone[i].size(), NAN);
           matmul(w[i], x.data(), n, alone[i].data(), *pool, ActQuant::Int8);
           outs[i] = {&w[i], shared[i].data()};
         }
         matmul_shared_input(outs, x.data(), n, *pool, ActQuant::Int8);
-        for (int i = 0; i < 3; ++i)
+        for (int i = 0; i < kMats; ++i)
           EXPECT_EQ(alone[i], shared[i]) << matmul_kernel_name(matmul_kernel(w[i], n, ActQuant::Int8)) << " matrix "
                                          << i << " n=" << n;
       }
