@@ -295,7 +295,7 @@ const EnvChoice<PrefetchTarget>& q5k_choice() {
 }
 
 const EnvChoice<PrefetchTarget>& q6k_choice() {
-  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q6K", /*l2_on_zen4=*/true, /*l2_on_intel_amx=*/false);
+  static const auto c = cache_choice("SINKSTREAM_PREFETCH_Q6K", /*l2_on_zen4=*/true, /*l2_on_intel_amx=*/true);
   return c;
 }
 }  // namespace

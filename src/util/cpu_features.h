@@ -105,8 +105,9 @@ std::string decode_prefetch_source();
 // 38.3-39.1 and 50.2-62.7 -> 63.9-66.8; Q5_K_M 28.2-28.6 -> 29.0-30.4 and
 // 42.1-50.1 -> 46.1-52.6). Q4_K and Q5_K together into L2 made two threads
 // slower (Q4_K_M 60.9-64.8 -> 47.0-64.3), so Q4_K stays in L1.
-// So: L2 on Zen 4 (as decode_prefetch()), L1 everywhere else (measured
-// before this knob on Zen 5). SINKSTREAM_PREFETCH_Q6K=l1|l2 overrides it.
+// So: L2 on Zen 4 (as decode_prefetch()) and on Intel with AMX (below,
+// q5k_prefetch_target), L1 everywhere else (measured before this knob on
+// Zen 5). SINKSTREAM_PREFETCH_Q6K=l1|l2 overrides it.
 // With L2, each share also goes on into L1 one super-block ahead (session
 // 42, alternating runs: DecodeSweep Q6_K 0.84-0.89 -> 0.90-0.94, three
 // rounds; TinyLlama Q6_K decode 27.5-30.2 -> 31.5-32.1 tok/s at one thread
@@ -130,8 +131,13 @@ std::string q6k_prefetch_source();
 // same weights right after each step (`bench --bandwidth`), four alternating
 // rounds: Q5_K_M 82% -> 85-88% at one thread and 76-80% -> 78-85% at two;
 // Q4_K_M 79-81% -> 85-86% and 72-78% -> 72-83%. Q6_K there: 76-77% (L1)
-// against 72-76% (L2), two rounds, so Q6_K stays in L1. Source "default for
-// Intel with AMX".
+// against 72-76% (L2) in two rounds of session 55, but in session 56 on the
+// same VM kind (its clock then about twice as fast by a dependent add
+// chain) 79-80% -> 90-92% at one thread and 77% -> 88% at two (two
+// alternating rounds; decode 17.6-18.1 -> 19.1-19.8 tok/s and 33.6-36.5 ->
+// 36.5-39.9, and in two more rounds 17.2-17.8 -> 19.4-20.8 and 32.2-33.7 ->
+// 37.2-37.7), so Q6_K fills L2 there too. Source "default for Intel with
+// AMX".
 PrefetchTarget q5k_prefetch_target();
 std::string q5k_prefetch_source();
 // The same for Q4_K: L2 on Intel with AMX (above), L1 elsewhere, Zen 4
