@@ -1293,7 +1293,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   // Below its type's amx_min_rows, a batch packed for AMX takes VNNI (the
   // interleaved kernels and the plain K-quant ones read q, which is filled
   // for both layouts).
-  const bool amx = xq.amx && xq.n >= amx_min_rows(w.type);
+  const bool amx = xq.amx && int8_uses_amx(w, xq.n);
   if (w.interleaved != nullptr && !amx) return interleaved_matmul(w, xq, y, r0, r1);
   if (amx) return k45(w.type) ? amx_matmul<true>(w, xq, y, r0, r1) : amx_matmul<false>(w, xq, y, r0, r1);
   if (w.type == GgmlType::Q6_K) return vnni_matmul<GgmlType::Q6_K>(w, xq, y, r0, r1);

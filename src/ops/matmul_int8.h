@@ -86,10 +86,12 @@ Int8Layout int8_layout(const TensorView& w);
 // 504-512 vs 488-522, 128 555-562 vs 532-548, 256 578-589 vs 546-560; Q5_K at
 // 32 384-424 vs 451-456, 64 491-504 vs 501-508, 128 561-568 vs 514-539.
 inline constexpr int kAmxMinRows = 32;  // the least of amx_min_rows: where activations are packed for AMX
-inline int amx_min_rows(GgmlType t) {
+constexpr int amx_min_rows(GgmlType t) {
   if (t == GgmlType::Q6_K) return std::numeric_limits<int>::max();
   return t == GgmlType::Q4_K || t == GgmlType::Q5_K ? 64 : kAmxMinRows;
 }
+static_assert(amx_min_rows(GgmlType::Q4_0) == kAmxMinRows && amx_min_rows(GgmlType::Q8_0) == kAmxMinRows &&
+              amx_min_rows(GgmlType::Q4_K) >= kAmxMinRows && amx_min_rows(GgmlType::Q5_K) >= kAmxMinRows);
 // Whether n activation rows against W take the AMX tiles (else VNNI).
 bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are
