@@ -1,6 +1,9 @@
 // system-info: the CPU, the cap and the kernels this process would run.
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "cli/commands.h"
 #include "ops/kernel_report.h"
@@ -39,14 +42,13 @@ int SystemInfoCommand::run() {
       std::printf("int8 batches: %s (--act-quant int8, 4+ rows)\n", r.int8_batches.c_str());
     std::printf("fast batches: %s (--act-quant fast, %d+ rows of Q4_0/Q8_0; fewer as int8)\n", r.bf16_batches.c_str(),
                 kBf16MinRows);
-    std::printf("prefetch:     %s in Q4_0 decode (%s; SINKSTREAM_PREFETCH=on|off sets it)\n", r.decode_prefetch.c_str(),
-                r.decode_prefetch_source.c_str());
-    std::printf("              Q4_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q4K=l1|l2 sets it)\n",
-                r.q4k_prefetch.c_str(), r.q4k_prefetch_source.c_str());
-    std::printf("              Q5_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q5K=l1|l2 sets it)\n",
-                r.q5k_prefetch.c_str(), r.q5k_prefetch_source.c_str());
-    std::printf("              Q6_K decode prefetches into %s (%s; SINKSTREAM_PREFETCH_Q6K=l1|l2 sets it)\n",
-                r.q6k_prefetch.c_str(), r.q6k_prefetch_source.c_str());
+    std::printf("prefetch:     %s in Q4_0 decode (%s; SINKSTREAM_PREFETCH=on|off sets it)\n",
+                r.decode_prefetch.choice.c_str(), r.decode_prefetch.source.c_str());
+    for (const auto& [type, var, p] : {std::tuple{"Q4_K", "SINKSTREAM_PREFETCH_Q4K", &r.q4k_prefetch},
+                                       {"Q5_K", "SINKSTREAM_PREFETCH_Q5K", &r.q5k_prefetch},
+                                       {"Q6_K", "SINKSTREAM_PREFETCH_Q6K", &r.q6k_prefetch}})
+      std::printf("              %s decode prefetches into %s (%s; %s=l1|l2 sets it)\n", type, p->choice.c_str(),
+                  p->source.c_str(), var);
     if (!r.prefetch_followed)
       std::printf(
           "              (the AVX-512 VNNI decode kernels follow these; the %s ones here prefetch their own way)\n",
@@ -67,14 +69,13 @@ int SystemInfoCommand::run() {
   j["int8_decode"] = r.int8_decode;
   j["int8_batches"] = r.int8_batches;
   j["fast_batches"] = r.bf16_batches;
-  j["decode_prefetch"] = r.decode_prefetch;
-  j["decode_prefetch_from"] = r.decode_prefetch_source;
-  j["q6k_prefetch"] = r.q6k_prefetch;
-  j["q6k_prefetch_from"] = r.q6k_prefetch_source;
-  j["q5k_prefetch"] = r.q5k_prefetch;
-  j["q5k_prefetch_from"] = r.q5k_prefetch_source;
-  j["q4k_prefetch"] = r.q4k_prefetch;
-  j["q4k_prefetch_from"] = r.q4k_prefetch_source;
+  for (const auto& [key, p] : {std::pair{"decode_prefetch", &r.decode_prefetch},
+                               {"q6k_prefetch", &r.q6k_prefetch},
+                               {"q5k_prefetch", &r.q5k_prefetch},
+                               {"q4k_prefetch", &r.q4k_prefetch}}) {
+    j[key] = p->choice;
+    j[std::string(key) + "_from"] = p->source;
+  }
   j["prefetch_followed"] = r.prefetch_followed;
   j["default_threads"] = threads.threads;
   j["default_threads_from"] = threads.why;

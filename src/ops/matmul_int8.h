@@ -10,14 +10,15 @@
 // (matmul with ActQuant::None), which multiplies exactly dequantized weights
 // with float activations.
 //
-// Kernels: AVX-512 VNNI (64 multiply-adds per instruction) for one to a few
-// activation rows, AMX int8 tiles (16 x 16 x 32 per instruction) for batches
-// (not Q6_K, whose scales change every 16 weights: VNNI for every batch);
-// without VNNI (or under the cap avx2 of util/cpu_features.h), AVX2 for
-// all five (ops/matmul_int8_avx2.h); matmul_int8_reference is their
-// scalar twin. Where no kernel fits the type and CPU,
-// int8_matmul_supported() is false and callers keep the float path. What is bit-equal to what on each
-// kernel is stated once, in matmul.h (MatmulKernel).
+// Kernels: AVX-512 VNNI (64 multiply-adds per instruction) for decode and
+// batches below amx_min_rows (32 rows for Q4_0/Q8_0, 64 for Q4_K/Q5_K), AMX
+// int8 tiles (16 x 16 x 32 per instruction) from there (not Q6_K, whose
+// scales change every 16 weights: VNNI for every batch); without VNNI (or
+// under the cap avx2 of util/cpu_features.h), AVX2 for all five
+// (ops/matmul_int8_avx2.h); matmul_int8_reference is their scalar twin.
+// Where no kernel fits the type and CPU, int8_matmul_supported() is false
+// and callers keep the float path. What is bit-equal to what on each kernel
+// is stated once, in matmul.h (MatmulKernel).
 #include <cstdint>
 #include <limits>
 #include <vector>

@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <array>
 
+#include "server/harmony_markers.h"
 #include "util/check.h"
 
 namespace ss {
 
 namespace {
 
-constexpr std::string_view kMessage = "<|message|>";
-constexpr std::string_view kChannel = "<|channel|>";
+using harmony::kChannel;
+using harmony::kMessage;
 // A header longer than this without <|message|> is not a header.
 constexpr size_t kMaxHeader = 512;
 
@@ -20,8 +21,11 @@ struct Marker {
   std::string_view text;
   bool consumed;
 };
-constexpr std::array<Marker, 5> kBodyEnds = {
-    {{"<|end|>", true}, {"<|return|>", true}, {"<|call|>", true}, {"<|start|>", false}, {"<|channel|>", false}}};
+constexpr std::array<Marker, 5> kBodyEnds = {{{harmony::kEnd, true},
+                                              {harmony::kReturn, true},
+                                              {harmony::kCall, true},
+                                              {harmony::kStart, false},
+                                              {kChannel, false}}};
 
 // Length of the longest suffix of s that is a proper prefix of a marker.
 size_t marker_prefix_tail(std::string_view s) {

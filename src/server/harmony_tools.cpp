@@ -1,5 +1,6 @@
 #include "server/harmony_tools.h"
 
+#include "server/harmony_markers.h"
 #include "server/harmony_split.h"
 
 namespace ss {
@@ -153,8 +154,8 @@ Result<ShapePlan> harmony_tool_plan(const ToolSetup& t) {
 
 json harmony_tool_reply_fields(const std::string& answer, std::string& finish, bool delta) {
   // The lead's shape: [<|channel|>analysis<|message|>...<|end|><|start|>assistant] header<|message|>body
-  constexpr std::string_view kAnalysis = "<|channel|>analysis<|message|>", kEnd = "<|end|>",
-                             kStart = "<|start|>assistant", kMessage = "<|message|>";
+  using harmony::kEnd, harmony::kMessage;
+  constexpr std::string_view kAnalysis = "<|channel|>analysis<|message|>", kStart = "<|start|>assistant";
   std::string_view rest = answer;
   json out = json::object();
   if (rest.starts_with(kAnalysis)) {
