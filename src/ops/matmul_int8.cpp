@@ -1082,7 +1082,7 @@ template <bool kMins>
 SS_AMX __attribute__((always_inline)) inline void amx_scale4(const int32_t (*c)[16][16], const float* dx0,
                                                              const float* dx1, const float* dw0, const float* dw1,
                                                              const float* ds0, const float* ds1, const float* mn0,
-                                                             const float* mn1, float (*acc)[16][16]) {
+                                                             const float* mn1, float (*__restrict acc)[16][16]) {
   for (int t = 0; t < 4; ++t) {
     const __m512 dxv = _mm512_loadu_ps(t & 1 ? dx1 : dx0);
     const float* dw = t & 2 ? dw1 : dw0;
@@ -1128,24 +1128,35 @@ SS_VNNI void decode_group_interleaved(GgmlType type, const uint8_t* group, int64
 
 }  // namespace
 
-// Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as int8 A tiles
-// (wq [nb][16][32]), their scales (dw [nb][16]) and, for Q4_K/Q5_K, their mins
-// (mn [nb][16]); rows from `end` on are 0.
-void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, float* dw, float* mn) {
-  const int64_t nb = w.ne0 / kActBlock;
+// Blocks [b0, b0 + count) (count < 0: to the row's end) of weight rows [rt,
+// rt + 16) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as int8 A tiles (wq
+// [count][16][32]), their scales (dw [count][16]) and, for Q4_K/Q5_K, their
+// mins (mn [count][16]); rows from `end` on are 0. K-quants start at a
+// super-block (b0 % 8 == 0).
+void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, float* dw, float* mn, int64_t b0,
+                    int64_t count) {
+  const int64_t nb = count < 0 ? w.ne0 / kActBlock - b0 : count;
+  SS_CHECK(b0 >= 0 && b0 + nb <= w.ne0 / kActBlock && (!k45(w.type) || b0 % 8 == 0));
+  // Byte offset of block b0 in a plain row and in an interleaved group.
+  const size_t in_row = row_bytes(w.type, b0 * kActBlock);
+  const int64_t in_group = w.type == GgmlType::Q4_0   ? b0 * kInterleavedBlockBytes
+                           : w.type == GgmlType::Q8_0 ? b0 * kQ8InterleavedBlockBytes
+                           : w.type == GgmlType::Q4_K ? b0 / 8 * kQ4KInterleavedBytes
+                                                      : b0 / 8 * kQ5KInterleavedBytes;
   // Interleaved: end is a whole group's.
   if (tiles_read_interleaved(w) && rt + 16 <= end)
-    return decode_group_interleaved(w.type, rows_begin(w, rt), nb, wq, dw, mn);
+    return decode_group_interleaved(w.type, rows_begin(w, rt) + in_group, nb, wq, dw, mn);
   for (int m = 0; m < 16; ++m) {
     if (rt + m < end) {
+      const uint8_t* row = w.row(rt + m) + in_row;
       if (w.type == GgmlType::Q4_0)
-        decode_row_ints<GgmlType::Q4_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
+        decode_row_ints<GgmlType::Q4_0>(row, nb, wq + m * kActBlock, 512, dw + m, 16);
       else if (w.type == GgmlType::Q8_0)
-        decode_row_ints<GgmlType::Q8_0>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, 16);
+        decode_row_ints<GgmlType::Q8_0>(row, nb, wq + m * kActBlock, 512, dw + m, 16);
       else if (w.type == GgmlType::Q4_K)
-        decode_row_ints_q4k<false>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
+        decode_row_ints_q4k<false>(row, nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
       else
-        decode_row_ints_q4k<true>(w.row(rt + m), nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
+        decode_row_ints_q4k<true>(row, nb, wq + m * kActBlock, 512, dw + m, mn + m, 16);
     } else {
       for (int64_t b = 0; b < nb; ++b) {
         std::memset(wq + b * 512 + m * kActBlock, 0, kActBlock);
@@ -1160,10 +1171,7 @@ namespace {
 
 template <bool kMins>
 SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
-  // Products are scaled kLag blocks after they are stored: loads straight
-  // after a tile store would wait for it to reach the cache.
-  constexpr int kLag = 1;
-  const int64_t nb = xq.blocks(), cols = xq.cols, rows = w.ne1;
+  const int64_t nb = xq.blocks(), rows = w.ne1;
   // Tiles 0-3: C (16 x 16 int32), tile 2 * wt + ag for weight tile wt and
   // activation group ag; 4, 5: A (16 weight rows x 32 int8) of weight tiles
   // 0, 1; 6, 7: B (8 x (16 activations x 4 int8)) of groups 0, 1.
@@ -1172,66 +1180,92 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   for (int tile : {4, 5}) cfg.set(tile, 16, 32);
   for (int tile : {6, 7}) cfg.set(tile, 8, 64);
   _tile_loadconfig(&cfg);
-  thread_local AlignedVector<int8_t> wbuf;  // [2][nb][16][32]: block b's A tile is contiguous
-  thread_local std::vector<float> dwbuf;    // [2][nb][16] weight scales, then [2][nb][16] mins
-  wbuf.resize(static_cast<size_t>(32 * cols));
-  dwbuf.resize(static_cast<size_t>(64 * nb));
-  int8_t* const wq[2] = {wbuf.data(), wbuf.data() + 16 * cols};
-  float* const dws[2] = {dwbuf.data(), dwbuf.data() + 16 * nb};
-  float* const mns[2] = {dwbuf.data() + 32 * nb, dwbuf.data() + 48 * nb};
-  alignas(64) int32_t cbuf[kLag + 1][4][16][16];  // products of blocks b - kLag .. b
-  alignas(64) float acc[4][16][16];
-  const int groups = (xq.n + 15) / 16;
+  const int groups = (xq.n + 15) / 16, pairs = (groups + 1) / 2;
+  // A strip's weights are decoded a super-block (8 blocks) at a time, and
+  // each chunk meets every pair of activation groups while it is in L1.
+  // Against the whole strip decoded at once and met by one pair after the
+  // other (kernels_bench 2048 x 2048, both builds running at once, one per
+  // core, three rounds): Q4_K and Q5_K +21-34% at 64 rows and +15-26% at
+  // 128-256, Q4_0 and Q8_0 +13-18% at 32 rows, +6-8% at 64 (Q8_0 once
+  // even), and within 4% either way at 128-256.
+  constexpr int64_t kChunk = 8;
+  alignas(64) int8_t wq[2][kChunk * 512];  // the chunk's A tiles of weight tiles 0, 1: [block][16][32]
+  // Its scales and mins, [chunk parity][weight tile][block][row]: a product
+  // is scaled after the next one is stored, which may be the next chunk's.
+  alignas(64) float dws[2][2][kChunk * 16], mns[2][2][kChunk * 16];
+  thread_local AlignedVector<float> sums;  // [pairs][4][16][16]: each pair's float sums
+  sums.resize(static_cast<size_t>(pairs) * 1024);
+  auto* const acc = reinterpret_cast<float(*)[4][16][16]>(sums.data());
+  alignas(64) int32_t cbuf[2][4][16][16];  // the products of this step and the last
+  // The last step's products, scaled once this step's are stored: loads
+  // straight after a tile store would wait for it to reach the cache.
+  struct Pending {
+    const int32_t (*c)[16][16];
+    const float *dx0, *dx1, *dw0, *dw1, *ds0, *ds1, *mn0, *mn1;
+    float (*acc)[16][16];
+  };
   for (int64_t rt = r0; rt < r1; rt += 32) {
-    // A strip of 16 rows (the end of W or of this range) multiplies zeros in
-    // its second tile rather than needing a second kernel.
-    int8_tile_rows(w, rt, r1, wq[0], dws[0], mns[0]);
-    int8_tile_rows(w, rt + 16, r1, wq[1], dws[1], mns[1]);
-    StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>((groups + 1) / 2) * nb);
-    for (int g = 0; g < groups; g += 2) {
-      // An odd last group is paired with itself; its second products are
-      // never written out.
-      const int g1 = g + 1 < groups ? g + 1 : g;
-      const int8_t* bq0 = xq.packed.data() + g * nb * 512;
-      const int8_t* bq1 = xq.packed.data() + g1 * nb * 512;
-      const float* dx0 = xq.packed_d.data() + g * nb * 16;
-      const float* dx1 = xq.packed_d.data() + g1 * nb * 16;
-      const float* ds0 = xq.packed_dsum.data() + g * nb * 16;
-      const float* ds1 = xq.packed_dsum.data() + g1 * nb * 16;
-      for (auto& t : acc)
-        for (auto& m : t) _mm512_store_ps(m, _mm512_setzero_ps());
-      // Meanwhile the next strip's weights come in from memory. (GCC's tile
-      // intrinsics need literal tile numbers, hence no loop over tiles.)
-      for (int64_t b = 0; b < nb; ++b) {
-        _tile_loadd(4, wq[0] + b * 512, kActBlock);
-        _tile_loadd(5, wq[1] + b * 512, kActBlock);
-        _tile_loadd(6, bq0 + b * 512, 64);
-        _tile_loadd(7, bq1 + b * 512, 64);
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_dpbssd(2, 5, 6);
-        _tile_dpbssd(3, 5, 7);
-        int32_t(*c)[16][16] = cbuf[b % (kLag + 1)];
-        _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
-        _tile_stored(2, c[2], 64);
-        _tile_stored(3, c[3], 64);
-        if (b >= kLag) {
-          const int64_t p = b - kLag;
-          amx_scale4<kMins>(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16,
-                            ds0 + p * 16, ds1 + p * 16, mns[0] + p * 16, mns[1] + p * 16, acc);
+    StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>(pairs) * nb);
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    Pending pending{};
+    int step = 0;
+    for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
+      const int64_t nc = std::min(kChunk, nb - b0);
+      const int par = static_cast<int>((b0 / kChunk) & 1);
+      // A strip of 16 rows (the end of W or of this range) multiplies zeros
+      // in its second tile rather than needing a second kernel.
+      int8_tile_rows(w, rt, r1, wq[0], dws[par][0], mns[par][0], b0, nc);
+      int8_tile_rows(w, rt + 16, r1, wq[1], dws[par][1], mns[par][1], b0, nc);
+      for (int pr = 0; pr < pairs; ++pr) {
+        // An odd last group is paired with itself; its second products are
+        // never written out.
+        const int g = 2 * pr, g1 = g + 1 < groups ? g + 1 : g;
+        const int8_t* bq0 = xq.packed.data() + (g * nb + b0) * 512;
+        const int8_t* bq1 = xq.packed.data() + (g1 * nb + b0) * 512;
+        const int64_t o0 = (g * nb + b0) * 16, o1 = (g1 * nb + b0) * 16;
+        // Meanwhile the next strip's weights come in from memory. (GCC's
+        // tile intrinsics need literal tile numbers, hence no loop over
+        // tiles.)
+        for (int64_t k = 0; k < nc; ++k, ++step) {
+          _tile_loadd(4, wq[0] + k * 512, kActBlock);
+          _tile_loadd(5, wq[1] + k * 512, kActBlock);
+          _tile_loadd(6, bq0 + k * 512, 64);
+          _tile_loadd(7, bq1 + k * 512, 64);
+          _tile_zero(0);
+          _tile_zero(1);
+          _tile_zero(2);
+          _tile_zero(3);
+          _tile_dpbssd(0, 4, 6);
+          _tile_dpbssd(1, 4, 7);
+          _tile_dpbssd(2, 5, 6);
+          _tile_dpbssd(3, 5, 7);
+          int32_t(*c)[16][16] = cbuf[step & 1];
+          _tile_stored(0, c[0], 64);
+          _tile_stored(1, c[1], 64);
+          _tile_stored(2, c[2], 64);
+          _tile_stored(3, c[3], 64);
+          if (pending.c != nullptr)
+            amx_scale4<kMins>(pending.c, pending.dx0, pending.dx1, pending.dw0, pending.dw1, pending.ds0, pending.ds1,
+                              pending.mn0, pending.mn1, pending.acc);
+          pending = {c,
+                     xq.packed_d.data() + o0 + k * 16,
+                     xq.packed_d.data() + o1 + k * 16,
+                     dws[par][0] + k * 16,
+                     dws[par][1] + k * 16,
+                     xq.packed_dsum.data() + o0 + k * 16,
+                     xq.packed_dsum.data() + o1 + k * 16,
+                     mns[par][0] + k * 16,
+                     mns[par][1] + k * 16,
+                     acc[pr]};
+          prefetch.step();
         }
-        prefetch.step();
       }
-      for (int64_t p = std::max<int64_t>(0, nb - kLag); p < nb; ++p)
-        amx_scale4<kMins>(cbuf[p % (kLag + 1)], dx0 + p * 16, dx1 + p * 16, dws[0] + p * 16, dws[1] + p * 16,
-                          ds0 + p * 16, ds1 + p * 16, mns[0] + p * 16, mns[1] + p * 16, acc);
-      store_strip_sums(acc, g, g1, xq.n, rt, r1, rows, y);
     }
+    if (pending.c != nullptr)
+      amx_scale4<kMins>(pending.c, pending.dx0, pending.dx1, pending.dw0, pending.dw1, pending.ds0, pending.ds1,
+                        pending.mn0, pending.mn1, pending.acc);
+    for (int pr = 0; pr < pairs; ++pr)
+      store_strip_sums(acc[pr], 2 * pr, 2 * pr + 1 < groups ? 2 * pr + 1 : 2 * pr, xq.n, rt, r1, rows, y);
   }
   _tile_release();
 }
@@ -1329,7 +1363,7 @@ void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, in
   SS_CHECK(false && "int8 matmul without a kernel");
 }
 bool int8_uses_amx(const TensorView&, int) { return false; }
-void int8_tile_rows(const TensorView&, int64_t, int64_t, int8_t*, float*, float*) {
+void int8_tile_rows(const TensorView&, int64_t, int64_t, int8_t*, float*, float*, int64_t, int64_t) {
   SS_CHECK(false && "int8 tiles without a kernel");
 }
 Int8Layout int8_layout(const TensorView&) { return Int8Layout::None; }

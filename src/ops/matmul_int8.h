@@ -98,13 +98,16 @@ bool int8_uses_amx(const TensorView& w, int n);
 // Rows [r0, r1) of Y = X · Wᵀ with X quantized; Y [n x rows]. r0 and r1 are
 // multiples of 16 except at the end of W (the AMX path works in 16-row tiles).
 void matmul_int8_rows(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1);
-// Weight rows [rt, rt + 16) of a Q4_0/Q8_0/Q4_K/Q5_K matrix as the AMX
-// kernel's int8 A tiles (wq [ne0 / 32][16][32]), per-block scales (dw [ne0 /
-// 32][16]) and, for Q4_K/Q5_K, mins (mn, the same shape; scale * q - min);
-// rows from `end` on are 0. From W's interleaved groups where it has them
-// (whole groups only), else its plain rows: the same values either way. Needs
-// AVX-512 VNNI (int8_kernels()).
-void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, float* dw, float* mn);
+// Blocks [b0, b0 + count) (count < 0: all from b0; K-quants from a
+// super-block, b0 % 8 == 0) of weight rows [rt, rt + 16) of a
+// Q4_0/Q8_0/Q4_K/Q5_K matrix as the AMX kernel's int8 A tiles (wq
+// [count][16][32]), per-block scales (dw [count][16]) and, for Q4_K/Q5_K,
+// mins (mn, the same shape; scale * q - min); rows from `end` on are 0. From
+// W's interleaved groups where it has them (whole groups only), else its
+// plain rows: the same values either way. Needs AVX-512 VNNI
+// (int8_kernels()).
+void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, float* dw, float* mn, int64_t b0 = 0,
+                    int64_t count = -1);
 // Scalar twin of matmul_int8_rows over all rows.
 void matmul_int8_reference(const TensorView& w, const QuantizedActs& xq, float* y);
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -307,7 +308,7 @@ TEST(Int8Matmul, AmxTilesFromInterleavedGroupsEqualTilesFromPlainRows) {
   std::mt19937 rng(5);
   for (GgmlType type : {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_K}) {
     const bool k45 = type == GgmlType::Q4_K || type == GgmlType::Q5_K;
-    const std::vector<int> col_counts = k45 ? std::vector<int>{256, 768} : std::vector<int>{32, 96, 800};
+    const std::vector<int> col_counts = k45 ? std::vector<int>{256, 768, 2560} : std::vector<int>{32, 96, 800};
     for (int cols : col_counts) {
       constexpr int kRows = 48;
       std::vector<uint8_t> storage;
@@ -331,6 +332,25 @@ TEST(Int8Matmul, AmxTilesFromInterleavedGroupsEqualTilesFromPlainRows) {
         if (k45) {
           ASSERT_EQ(m_il, m_plain) << what;
         }
+        // A range of blocks (as the AMX kernel decodes a chunk at a time,
+        // K-quants from a super-block) is that range of the whole row's.
+        const size_t step = k45 ? 8 : 3;
+        for (size_t b0 = 0; b0 < nb; b0 += step)
+          for (const TensorView* v : {&w, &iw}) {
+            const size_t count = std::min(step, nb - b0);
+            std::vector<int8_t> q(count * 512, 5);
+            std::vector<float> d(count * 16, -3), mn(count * 16, 0);
+            int8_tile_rows(*v, rt, end, q.data(), d.data(), mn.data(), static_cast<int64_t>(b0),
+                           static_cast<int64_t>(count));
+            ASSERT_TRUE(std::equal(q.begin(), q.end(), q_plain.begin() + static_cast<std::ptrdiff_t>(b0 * 512)))
+                << what << " b0=" << b0;
+            ASSERT_TRUE(std::equal(d.begin(), d.end(), d_plain.begin() + static_cast<std::ptrdiff_t>(b0 * 16)))
+                << what << " b0=" << b0;
+            if (k45) {
+              ASSERT_TRUE(std::equal(mn.begin(), mn.end(), m_plain.begin() + static_cast<std::ptrdiff_t>(b0 * 16)))
+                  << what << " b0=" << b0;
+            }
+          }
         for (int m = 0; m < 16; ++m) {
           if (rt + m >= end) {
             for (size_t b = 0; b < nb; ++b) ASSERT_EQ(d_il[b * 16 + m], 0.0f) << what;
