@@ -1169,6 +1169,23 @@ void int8_tile_rows(const TensorView& w, int64_t rt, int64_t end, int8_t* wq, fl
 
 namespace {
 
+// The last step's products in amx_matmul, scaled (amx_scale4's arguments)
+// once this step's are stored: loads straight after a tile store would wait
+// for it to reach the cache.
+struct AmxPending {
+  const int32_t (*c)[16][16] = nullptr;  // none yet
+  const float *dx0, *dx1, *dw0, *dw1, *ds0, *ds1, *mn0, *mn1;
+  float (*acc)[16][16];
+};
+
+template <bool kMins>
+SS_AMX __attribute__((always_inline)) inline void scale_pending(const AmxPending& p) {
+  if (p.c != nullptr) amx_scale4<kMins>(p.c, p.dx0, p.dx1, p.dw0, p.dw1, p.ds0, p.ds1, p.mn0, p.mn1, p.acc);
+}
+
+// The group paired with group g: the next, or g itself for an odd last one.
+inline int pair_partner(int g, int groups) { return g + 1 < groups ? g + 1 : g; }
+
 template <bool kMins>
 SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, int64_t r0, int64_t r1) {
   const int64_t nb = xq.blocks(), rows = w.ne1;
@@ -1197,17 +1214,10 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
   sums.resize(static_cast<size_t>(pairs) * 1024);
   auto* const acc = reinterpret_cast<float(*)[4][16][16]>(sums.data());
   alignas(64) int32_t cbuf[2][4][16][16];  // the products of this step and the last
-  // The last step's products, scaled once this step's are stored: loads
-  // straight after a tile store would wait for it to reach the cache.
-  struct Pending {
-    const int32_t (*c)[16][16];
-    const float *dx0, *dx1, *dw0, *dw1, *ds0, *ds1, *mn0, *mn1;
-    float (*acc)[16][16];
-  };
   for (int64_t rt = r0; rt < r1; rt += 32) {
     StripPrefetch prefetch(w, rt, r1, static_cast<int64_t>(pairs) * nb);
     std::fill(sums.begin(), sums.end(), 0.0f);
-    Pending pending{};
+    AmxPending pending;
     int step = 0;
     for (int64_t b0 = 0; b0 < nb; b0 += kChunk) {
       const int64_t nc = std::min(kChunk, nb - b0);
@@ -1219,7 +1229,7 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
       for (int pr = 0; pr < pairs; ++pr) {
         // An odd last group is paired with itself; its second products are
         // never written out.
-        const int g = 2 * pr, g1 = g + 1 < groups ? g + 1 : g;
+        const int g = 2 * pr, g1 = pair_partner(g, groups);
         const int8_t* bq0 = xq.packed.data() + (g * nb + b0) * 512;
         const int8_t* bq1 = xq.packed.data() + (g1 * nb + b0) * 512;
         const int64_t o0 = (g * nb + b0) * 16, o1 = (g1 * nb + b0) * 16;
@@ -1244,9 +1254,7 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
           _tile_stored(1, c[1], 64);
           _tile_stored(2, c[2], 64);
           _tile_stored(3, c[3], 64);
-          if (pending.c != nullptr)
-            amx_scale4<kMins>(pending.c, pending.dx0, pending.dx1, pending.dw0, pending.dw1, pending.ds0, pending.ds1,
-                              pending.mn0, pending.mn1, pending.acc);
+          scale_pending<kMins>(pending);
           pending = {c,
                      xq.packed_d.data() + o0 + k * 16,
                      xq.packed_d.data() + o1 + k * 16,
@@ -1261,11 +1269,9 @@ SS_AMX void amx_matmul(const TensorView& w, const QuantizedActs& xq, float* y, i
         }
       }
     }
-    if (pending.c != nullptr)
-      amx_scale4<kMins>(pending.c, pending.dx0, pending.dx1, pending.dw0, pending.dw1, pending.ds0, pending.ds1,
-                        pending.mn0, pending.mn1, pending.acc);
+    scale_pending<kMins>(pending);
     for (int pr = 0; pr < pairs; ++pr)
-      store_strip_sums(acc[pr], 2 * pr, 2 * pr + 1 < groups ? 2 * pr + 1 : 2 * pr, xq.n, rt, r1, rows, y);
+      store_strip_sums(acc[pr], 2 * pr, pair_partner(2 * pr, groups), xq.n, rt, r1, rows, y);
   }
   _tile_release();
 }
